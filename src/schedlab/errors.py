@@ -1,0 +1,47 @@
+"""Errors that schedlab raises on purpose: each names what is wrong and where."""
+
+from __future__ import annotations
+
+
+class SchedlabError(Exception):
+    """Base class of every error schedlab raises deliberately."""
+
+
+class InputError(SchedlabError):
+    """Bad input data: names the file, the row (1-based data row) and the field."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        file: str | None = None,
+        row: int | None = None,
+        field: str | None = None,
+    ) -> None:
+        self.file = file
+        self.row = row
+        self.field = field
+        self.reason = message
+        where = []
+        if file is not None:
+            where.append(str(file))
+        if row is not None:
+            where.append(f"row {row}")
+        if field is not None:
+            where.append(f"field '{field}'")
+        prefix = ", ".join(where)
+        super().__init__(f"{prefix}: {message}" if prefix else message)
+
+
+class ConfigError(SchedlabError):
+    """A bad option: unknown policy, preset or profile, inconsistent settings."""
+
+
+class ActionError(SchedlabError):
+    """A policy asked the engine for something impossible; names the policy and the job."""
+
+    def __init__(self, policy: str, job_id: str | None, message: str) -> None:
+        self.policy = policy
+        self.job_id = job_id
+        who = f"policy '{policy}'" + (f", job '{job_id}'" if job_id is not None else "")
+        super().__init__(f"{who}: {message}")

@@ -1,0 +1,219 @@
+"""The canonical job schema every loader and generator produces, and its validation.
+
+A workload is one pandas DataFrame with the columns of :data:`COLUMNS`, one row per job,
+sorted by submit time (ties keep the trace's order), plus a little metadata.
+
+| column | dtype | meaning |
+|---|---|---|
+| job_id | str | unique id |
+| submit_s | float64 | submit time, seconds since the workload's origin (>= 0) |
+| user | str | submitting user ("" when unknown) |
+| tenant | str | virtual cluster / organisation ("default" when unknown) |
+| name | str | job name ("" when unknown) |
+| num_gpus | float64 | total GPUs (> 0; below 1 = a fraction of one GPU) |
+| gpus_per_worker | float64 | GPUs each gang worker needs on one node; NaN = any split |
+| gpu_type | str | required GPU type ("" = any) |
+| duration_s | float64 | work: seconds of run time alone, consolidated, on the reference GPU |
+| priority_class | str | "default", or e.g. "hp" / "spot" |
+| num_cpus | float64 | CPU cores requested (NaN when unknown) |
+| checkpoint_interval_s | float64 | seconds between checkpoints (NaN = engine default) |
+| model | str | model name ("" when unknown) |
+| batch_size | float64 | batch size (NaN when unknown) |
+| final_state | str | completed / cancelled / failed / unknown, as the trace recorded |
+| deadline_s | float64 | absolute deadline in workload seconds (NaN = none) |
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+
+from schedlab.errors import InputError
+
+STR_COLUMNS = ("job_id", "user", "tenant", "name", "gpu_type", "priority_class", "model", "final_state")
+FLOAT_COLUMNS = (
+    "submit_s",
+    "num_gpus",
+    "gpus_per_worker",
+    "duration_s",
+    "num_cpus",
+    "checkpoint_interval_s",
+    "batch_size",
+    "deadline_s",
+)
+COLUMNS = (
+    "job_id",
+    "submit_s",
+    "user",
+    "tenant",
+    "name",
+    "num_gpus",
+    "gpus_per_worker",
+    "gpu_type",
+    "duration_s",
+    "priority_class",
+    "num_cpus",
+    "checkpoint_interval_s",
+    "model",
+    "batch_size",
+    "final_state",
+    "deadline_s",
+)
+REQUIRED = ("job_id", "submit_s", "num_gpus", "duration_s")
+DEFAULTS: dict[str, object] = {
+    "user": "",
+    "tenant": "default",
+    "name": "",
+    "gpus_per_worker": np.nan,
+    "gpu_type": "",
+    "priority_class": "default",
+    "num_cpus": np.nan,
+    "checkpoint_interval_s": np.nan,
+    "model": "",
+    "batch_size": np.nan,
+    "final_state": "unknown",
+    "deadline_s": np.nan,
+}
+FINAL_STATES = ("completed", "cancelled", "failed", "unknown")
+
+
+@dataclass
+class Workload:
+    """A validated job table and where it came from.
+
+    ``origin`` is the wall-clock time of ``submit_s == 0`` when the trace has real dates
+    (used for calendar features); ``skipped`` counts rows a loader deliberately left out,
+    by reason.
+    """
+
+    jobs: pd.DataFrame
+    source: str
+    origin: pd.Timestamp | None = None
+    skipped: dict[str, int] = field(default_factory=dict)
+    meta: dict[str, object] = field(default_factory=dict)
+
+    def __len__(self) -> int:
+        return len(self.jobs)
+
+    def with_jobs(self, jobs: pd.DataFrame, **meta: object) -> "Workload":
+        """A copy with another job table (already canonical), keeping origin and counts."""
+        return Workload(
+            jobs=jobs.reset_index(drop=True),
+            source=self.source,
+            origin=self.origin,
+            skipped=dict(self.skipped),
+            meta={**self.meta, **meta},
+        )
+
+
+def canonical_frame(df: pd.DataFrame, *, source: str, row_numbers: np.ndarray | None = None) -> pd.DataFrame:
+    """Fill defaults, coerce dtypes, validate every row and sort by submit time.
+
+    ``row_numbers`` maps each row of ``df`` to the row number an error should name
+    (1-based data rows of the source file); by default row i is named i + 1.
+    Raises :class:`InputError` naming ``source``, the row and the field.
+    """
+    rows = np.arange(1, len(df) + 1) if row_numbers is None else np.asarray(row_numbers)
+    for col in REQUIRED:
+        if col not in df.columns:
+            raise InputError("required column is missing", file=source, field=col)
+    out = pd.DataFrame(index=range(len(df)))
+    for col in COLUMNS:
+        if col in df.columns:
+            values = df[col].to_numpy()
+        else:
+            values = np.full(len(df), DEFAULTS[col], dtype=object)
+        if col in FLOAT_COLUMNS:
+            out[col] = _to_float(values, col, source, rows)
+        else:
+            out[col] = _to_str(values, col, DEFAULTS.get(col, ""))
+    validate(out, source=source, row_numbers=rows)
+    order = np.argsort(out["submit_s"].to_numpy(), kind="stable")
+    return out.iloc[order].reset_index(drop=True)
+
+
+def validate(jobs: pd.DataFrame, *, source: str, row_numbers: np.ndarray | None = None) -> None:
+    """Check a canonical job table; raise :class:`InputError` at the first bad row."""
+    rows = np.arange(1, len(jobs) + 1) if row_numbers is None else np.asarray(row_numbers)
+
+    def fail(mask: np.ndarray, fld: str, message: str) -> None:
+        bad = np.flatnonzero(mask)
+        if bad.size:
+            i = int(bad[0])
+            raise InputError(f"{message} (got {jobs[fld].iloc[i]!r})", file=source, row=int(rows[i]), field=fld)
+
+    submit = jobs["submit_s"].to_numpy()
+    fail(~np.isfinite(submit), "submit_s", "submit time must be a finite number")
+    dur = jobs["duration_s"].to_numpy()
+    fail(~np.isfinite(dur), "duration_s", "duration must be a finite number")
+    fail(dur <= 0, "duration_s", "duration must be positive")
+    gpus = jobs["num_gpus"].to_numpy()
+    fail(~np.isfinite(gpus), "num_gpus", "GPU count must be a finite number")
+    fail(gpus <= 0, "num_gpus", "GPU count must be positive (CPU-only jobs are skipped by loaders)")
+    fail((gpus > 1) & (gpus != np.floor(gpus)), "num_gpus", "a job above one GPU needs a whole number of GPUs")
+    gpw = jobs["gpus_per_worker"].to_numpy()
+    has_gpw = ~np.isnan(gpw)
+    fail(has_gpw & (gpw <= 0), "gpus_per_worker", "GPUs per worker must be positive")
+    with np.errstate(invalid="ignore", divide="ignore"):
+        workers = gpus / gpw
+    fail(
+        has_gpw & (np.abs(workers - np.round(workers)) > 1e-9),
+        "gpus_per_worker",
+        "num_gpus must be a whole multiple of gpus_per_worker",
+    )
+    ids = jobs["job_id"]
+    dup = ids.duplicated().to_numpy()
+    fail(dup, "job_id", "job ids must be unique")
+    fail((ids == "").to_numpy(), "job_id", "job id must not be empty")
+    states = jobs["final_state"]
+    fail(~states.isin(FINAL_STATES).to_numpy(), "final_state", f"final state must be one of {FINAL_STATES}")
+    for col in ("checkpoint_interval_s", "deadline_s", "num_cpus", "batch_size"):
+        v = jobs[col].to_numpy()
+        fail(np.isinf(v) | (v < 0), col, "must be a non-negative number or empty")
+
+
+def _to_float(values: np.ndarray, col: str, source: str, rows: np.ndarray) -> np.ndarray:
+    if values.dtype.kind in "fiub":
+        return values.astype(np.float64)
+    parsed = pd.to_numeric(pd.Series(values), errors="coerce").to_numpy(dtype=np.float64)
+    blank = pd.isna(pd.Series(values)).to_numpy() | (pd.Series(values).astype(str).str.strip() == "").to_numpy()
+    bad = np.flatnonzero(np.isnan(parsed) & ~blank)
+    if bad.size:
+        i = int(bad[0])
+        raise InputError(f"not a number: {values[i]!r}", file=source, row=int(rows[i]), field=col)
+    return parsed
+
+
+def _to_str(values: np.ndarray, col: str, default: object) -> np.ndarray:
+    s = pd.Series(values, dtype=object)
+    s = s.where(~pd.isna(s), default)
+    return s.astype(str).to_numpy(dtype=object)
+
+
+def check_fits(workload: Workload, *, max_gpus: float, gpu_types: set[str], source: str | None = None) -> None:
+    """Raise if a job can never run on a cluster: more GPUs than it has, or an unknown GPU type."""
+    jobs = workload.jobs
+    src = source or workload.source
+    gpus = jobs["num_gpus"].to_numpy()
+    bad = np.flatnonzero(gpus > max_gpus)
+    if bad.size:
+        i = int(bad[0])
+        raise InputError(
+            f"job '{jobs['job_id'].iloc[i]}' asks for {gpus[i]:g} GPUs but the cluster can give at most {max_gpus:g}",
+            file=src,
+            row=i + 1,
+            field="num_gpus",
+        )
+    types = jobs["gpu_type"].to_numpy()
+    known = np.array([t == "" or t in gpu_types for t in types], dtype=bool) if len(types) else np.array([], bool)
+    bad = np.flatnonzero(~known)
+    if bad.size:
+        i = int(bad[0])
+        raise InputError(
+            f"unknown GPU type {types[i]!r}; the cluster has {sorted(gpu_types)}",
+            file=src,
+            row=i + 1,
+            field="gpu_type",
+        )

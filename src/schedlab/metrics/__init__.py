@@ -1,0 +1,18 @@
+"""Job and cluster metrics of simulation runs, their tables and plots.
+
+The plots live in :mod:`schedlab.metrics.plots` (``report``) and are not imported here,
+so that importing the metrics does not load matplotlib.
+"""
+
+from schedlab.metrics.summary import HEADLINE_KEYS, read_summary, summarize, write_summary
+from schedlab.metrics.tables import comparison_frame, comparison_table, summary_table
+
+__all__ = [
+    "HEADLINE_KEYS",
+    "comparison_frame",
+    "comparison_table",
+    "read_summary",
+    "summarize",
+    "summary_table",
+    "write_summary",
+]

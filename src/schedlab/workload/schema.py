@@ -119,19 +119,22 @@ def canonical_frame(df: pd.DataFrame, *, source: str, row_numbers: np.ndarray | 
     for col in REQUIRED:
         if col not in df.columns:
             raise InputError("required column is missing", file=source, field=col)
-    out = pd.DataFrame(index=range(len(df)))
+    data: dict[str, np.ndarray] = {}
     for col in COLUMNS:
-        if col in df.columns:
-            values = df[col].to_numpy()
+        if col not in df.columns:
+            kind = np.float64 if col in FLOAT_COLUMNS else object
+            data[col] = np.full(len(df), DEFAULTS[col], dtype=kind)
+        elif col in FLOAT_COLUMNS:
+            data[col] = _to_float(df[col].to_numpy(), col, source, rows)
         else:
-            values = np.full(len(df), DEFAULTS[col], dtype=object)
-        if col in FLOAT_COLUMNS:
-            out[col] = _to_float(values, col, source, rows)
-        else:
-            out[col] = _to_str(values, col, DEFAULTS.get(col, ""))
-    validate(out, source=source, row_numbers=rows)
-    order = np.argsort(out["submit_s"].to_numpy(), kind="stable")
-    return out.iloc[order].reset_index(drop=True)
+            data[col] = _to_str(df[col].to_numpy(), col, DEFAULTS.get(col, ""))
+    # Validate on plain numpy-backed columns (no string-dtype conversion), convert once at the end.
+    validate(pd.DataFrame({c: pd.Series(v, dtype=v.dtype) for c, v in data.items()}), source=source, row_numbers=rows)
+    submit = data["submit_s"]
+    if not np.all(submit[1:] >= submit[:-1]):
+        order = np.argsort(submit, kind="stable")
+        data = {col: values[order] for col, values in data.items()}
+    return pd.DataFrame(data, columns=list(COLUMNS))
 
 
 def validate(jobs: pd.DataFrame, *, source: str, row_numbers: np.ndarray | None = None) -> None:
@@ -178,11 +181,14 @@ def _to_float(values: np.ndarray, col: str, source: str, rows: np.ndarray) -> np
     if values.dtype.kind in "fiub":
         return values.astype(np.float64)
     parsed = pd.to_numeric(pd.Series(values), errors="coerce").to_numpy(dtype=np.float64)
-    blank = pd.isna(pd.Series(values)).to_numpy() | (pd.Series(values).astype(str).str.strip() == "").to_numpy()
-    bad = np.flatnonzero(np.isnan(parsed) & ~blank)
-    if bad.size:
-        i = int(bad[0])
-        raise InputError(f"not a number: {values[i]!r}", file=source, row=int(rows[i]), field=col)
+    missing = np.flatnonzero(np.isnan(parsed))
+    if missing.size:
+        candidates = pd.Series(values[missing])
+        blank = candidates.isna().to_numpy() | (candidates.astype(str).str.strip() == "").to_numpy()
+        bad = missing[~blank]
+        if bad.size:
+            i = int(bad[0])
+            raise InputError(f"not a number: {values[i]!r}", file=source, row=int(rows[i]), field=col)
     return parsed
 
 

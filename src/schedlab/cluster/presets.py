@@ -1,0 +1,170 @@
+"""Ready-made clusters: uniform, Helios (Venus / Earth VCs), Philly VCs, the GFS inventory.
+
+Presets built from a public file take that file's path; each also has a built-in form
+(the published totals), so the product works without the data folder.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+import pandas as pd
+
+from schedlab.cluster.spec import ClusterSpec, NodeSpec, TenantSpec, gpu_type
+from schedlab.errors import ConfigError, InputError
+
+# DGX-1-class server idle power (Helios §4.3 uses ~800 W per idle node).
+DGX_IDLE_W = 800.0
+
+# Venus VC sizes in 8-GPU nodes for September 2020 (the QSSF evaluation month), from the
+# VC→node table of the Venus simulation (Lucid artifact, data/Venus/vc_config.csv).
+VENUS_SEPT_NODES = {
+    "vcEwI": 9, "vcWoR": 5, "vcHvQ": 8, "vcvGl": 20, "vc8Gr": 6, "vcKeu": 12, "vcKrE": 4, "vcYVn": 11,
+    "vchbv": 4, "vcLTP": 8, "vchA3": 3, "vcJsw": 32, "vcefl": 10, "vcvlY": 2, "vcgkz": 1,
+}  # fmt: skip
+# Philly VC sizes in nodes used by the Helios QSSF Philly simulation (philly_vc.csv).
+PHILLY_VC_NODES = {
+    "6214e9": 64, "7f04ca": 32, "11cb48": 16, "b436b2": 64, "ee9e8c": 64, "e13805": 16,
+    "6c71a0": 32, "2869ce": 16, "ed69ec": 8, "103959": 8, "0e4a51": 32,
+}  # fmt: skip
+# GFS spot-trace inventory (node_info_df.csv): (gpu model, GPUs per node) -> nodes.
+GFS_INVENTORY = {
+    ("A10", 1): 2494, ("A100-SXM4-80GB", 8): 432, ("A800-SXM4-80GB", 8): 22, ("GPU-series-1", 1): 902,
+    ("GPU-series-1", 4): 10, ("GPU-series-1", 8): 77, ("GPU-series-2", 8): 122, ("H800", 8): 219,
+}  # fmt: skip
+
+
+def uniform(num_nodes: int = 16, gpus_per_node: int = 8, gpu: str = "V100", name: str | None = None) -> ClusterSpec:
+    """``num_nodes`` identical servers in one shared pool, 4 nodes per rack."""
+    if num_nodes <= 0 or gpus_per_node <= 0:
+        raise ConfigError("a uniform cluster needs at least one node and one GPU per node")
+    nodes = tuple(
+        NodeSpec(f"n{i}", gpu, gpus_per_node, rack=f"r{i // 4}", idle_power_w=DGX_IDLE_W) for i in range(num_nodes)
+    )
+    return ClusterSpec(name or f"uniform-{num_nodes}x{gpus_per_node}", {gpu: gpu_type(gpu)}, nodes)
+
+
+def partitioned(vc_nodes: dict[str, int], *, name: str, gpus_per_node: int = 8, gpu: str = "V100") -> ClusterSpec:
+    """A statically partitioned cluster: each VC owns its nodes (Helios, Philly)."""
+    nodes: list[NodeSpec] = []
+    for vc, count in vc_nodes.items():
+        nodes.extend(
+            NodeSpec(f"{vc}-n{i}", gpu, gpus_per_node, rack=vc, pool=vc, idle_power_w=DGX_IDLE_W)
+            for i in range(int(count))
+        )
+    tenants = {vc: TenantSpec(vc, quota_gpus=float(c * gpus_per_node)) for vc, c in vc_nodes.items() if c > 0}
+    return ClusterSpec(name, {gpu: gpu_type(gpu)}, tuple(nodes), tenants, partitioned=True)
+
+
+def helios_from_gpu_numbers(path: str | Path, date: str | None = None, *, name: str | None = None) -> ClusterSpec:
+    """A Helios cluster from HeliosData ``cluster_gpu_number.csv`` (date, one column per VC, total).
+
+    Uses the row of ``date`` (default: the last row); VCs with 0 GPUs are left out.
+    """
+    path = Path(path)
+    try:
+        table = pd.read_csv(path)
+    except (OSError, pd.errors.ParserError) as exc:
+        raise InputError(f"cannot read cluster GPU numbers: {exc}", file=str(path)) from exc
+    if "date" not in table.columns:
+        raise InputError("required column is missing", file=str(path), field="date")
+    if date is None:
+        row_idx = len(table) - 1
+    else:
+        hits = table.index[table["date"].astype(str) == date]
+        if len(hits) == 0:
+            raise InputError(f"no row for date {date!r}", file=str(path), field="date")
+        row_idx = int(hits[0])
+    row = table.iloc[row_idx]
+    vcs: dict[str, int] = {}
+    for col in table.columns:
+        if col in ("date", "total"):
+            continue
+        value = pd.to_numeric(row[col], errors="coerce")
+        if pd.isna(value) or value < 0 or value % 8:
+            raise InputError(f"GPU count must be a non-negative multiple of 8, got {row[col]!r}",
+                             file=str(path), row=row_idx + 1, field=col)  # fmt: skip
+        if value > 0:
+            vcs[col] = int(value) // 8
+    return partitioned(vcs, name=name or f"helios-{path.stem}-{row['date']}")
+
+
+def gfs_from_inventory(path: str | Path) -> ClusterSpec:
+    """The GFS cluster from ``node_info_df.csv`` (gpu_model, gpu_capacity_num, cpu_num, node_name)."""
+    path = Path(path)
+    table = pd.read_csv(path)
+    for col in ("gpu_model", "gpu_capacity_num", "node_name"):
+        if col not in table.columns:
+            raise InputError("required column is missing", file=str(path), field=col)
+    gpus = pd.to_numeric(table["gpu_capacity_num"], errors="coerce")
+    bad = table.index[gpus.isna() | (gpus <= 0)]
+    if len(bad):
+        i = int(bad[0])
+        raise InputError(f"GPU count must be positive, got {table['gpu_capacity_num'].iloc[i]!r}",
+                         file=str(path), row=i + 1, field="gpu_capacity_num")  # fmt: skip
+    cpus = table["cpu_num"] if "cpu_num" in table.columns else pd.Series(0, index=table.index)
+    nodes = tuple(
+        NodeSpec(str(n), str(m), int(g), rack=str(m), num_cpus=int(c), idle_power_w=_idle_w(int(g)))
+        for n, m, g, c in zip(table["node_name"], table["gpu_model"], gpus, cpus, strict=True)
+    )
+    return _gfs_spec(nodes)
+
+
+def gfs_builtin() -> ClusterSpec:
+    """The GFS inventory from its published per-model node counts (same shape as the file)."""
+    nodes: list[NodeSpec] = []
+    for (model, size), count in GFS_INVENTORY.items():
+        nodes.extend(
+            NodeSpec(f"{model}-{size}-{i}", model, size, rack=model, idle_power_w=_idle_w(size)) for i in range(count)
+        )
+    return _gfs_spec(tuple(nodes))
+
+
+def _gfs_spec(nodes: tuple[NodeSpec, ...]) -> ClusterSpec:
+    types = {n.gpu_type: gpu_type(n.gpu_type) for n in nodes}
+    return ClusterSpec("gfs", types, nodes)
+
+
+def _idle_w(gpus: int) -> float:
+    return DGX_IDLE_W * gpus / 8
+
+
+PRESETS: dict[str, tuple[str, Callable[[], ClusterSpec]]] = {
+    "uniform": ("16 nodes x 8 V100 in one shared pool", lambda: uniform()),
+    "uniform-800x8": ("800 nodes x 8 GPUs = 6,400 GPUs (benchmark scale)", lambda: uniform(800, 8)),
+    "venus": ("Helios Venus, 15 VCs of 8-GPU nodes, Sept 2020 (1,080 GPUs, partitioned)",
+              lambda: partitioned(VENUS_SEPT_NODES, name="venus")),
+    "philly": ("Philly, 11 VCs of 8-GPU nodes as in the Helios QSSF simulation (2,816 GPUs, partitioned)",
+               lambda: partitioned(PHILLY_VC_NODES, name="philly")),
+    "gfs": ("GFS spot-trace inventory: 4,278 nodes, 10,412 GPUs, 6 GPU models, shared pool",
+            lambda: gfs_builtin()),
+}  # fmt: skip
+
+
+def preset_names() -> list[str]:
+    return list(PRESETS)
+
+
+def load_cluster(spec: str) -> ClusterSpec:
+    """Resolve a cluster option: a preset name, ``uniform:NxG[:TYPE]``,
+    ``helios:PATH[@DATE]`` (a cluster_gpu_number.csv) or ``gfs:PATH`` (a node_info_df.csv)."""
+    if spec in PRESETS:
+        return PRESETS[spec][1]()
+    kind, _, arg = spec.partition(":")
+    if kind == "uniform" and arg:
+        shape, _, gpu = arg.partition(":")
+        try:
+            n, g = (int(x) for x in shape.lower().split("x"))
+        except ValueError as exc:
+            raise ConfigError(f"cluster '{spec}': expected uniform:NxG, e.g. uniform:800x8") from exc
+        return uniform(n, g, gpu or "V100")
+    if kind == "helios" and arg:
+        path, _, date = arg.partition("@")
+        return helios_from_gpu_numbers(path, date or None)
+    if kind == "gfs" and arg:
+        return gfs_from_inventory(arg)
+    raise ConfigError(
+        f"unknown cluster '{spec}'. Presets: {', '.join(PRESETS)}; or uniform:NxG[:TYPE], "
+        "helios:PATH[@DATE], gfs:PATH"
+    )

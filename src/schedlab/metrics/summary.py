@@ -1,0 +1,294 @@
+"""Headline and breakdown metrics of one simulation run, as a JSON-ready dict.
+
+Definitions (times in seconds):
+
+- **JCT** (job completion time) = ``end_s - submit_s``, over finished jobs only.
+- **queueing delay** = ``queue_s`` (every pending segment, re-queues after preemption
+  included), over *all* jobs: an unfinished job counts its wait up to the horizon.
+  ``queued_jobs`` counts jobs whose ``queue_s > 0``.
+- **slowdown** = JCT / ``duration_s`` (work on the reference GPU, alone), over finished jobs
+  with ``duration_s > 0``. It can fall below 1 when a job ran on a GPU faster than the
+  reference.
+- **percentiles** interpolate linearly between order statistics (numpy's default).
+- **makespan_s** = last ``end_s`` - first ``submit_s``.
+- **gpu_alloc_rate** = time-weighted mean of ``gpus_busy / gpus_total``. Each time-series
+  row holds until the next row; the last row holds until :func:`span_end_s`. Intervals
+  with no GPUs at all are left out.
+- **eviction_rate** (evictable classes only) = evictions / runs, where evictions is the
+  class's sum of ``preemptions`` and runs = evictions + jobs that ever started.
+- ``classes`` always lists every priority class present, even a lone ``"default"``.
+- ``sizes`` and ``duration_buckets`` list every bucket in a fixed order, empty ones too.
+
+A statistic over an empty set is ``None`` (``null`` in JSON), never NaN.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from schedlab.errors import ConfigError, InputError
+
+JOB_COLUMNS = (
+    "tenant",
+    "priority_class",
+    "num_gpus",
+    "submit_s",
+    "duration_s",
+    "first_start_s",
+    "end_s",
+    "finished",
+    "queue_s",
+    "preemptions",
+    "gpu_seconds",
+)
+TIMESERIES_COLUMNS = ("time_s", "gpus_total", "gpus_busy")
+
+HEADLINE_KEYS = (
+    "policy",
+    "jobs",
+    "finished",
+    "unfinished",
+    "jct_mean_s",
+    "jct_p50_s",
+    "jct_p95_s",
+    "jct_p99_s",
+    "queue_mean_s",
+    "queue_p50_s",
+    "queue_p99_s",
+    "queued_jobs",
+    "slowdown_mean",
+    "makespan_s",
+    "gpu_alloc_rate",
+    "preemptions",
+)
+
+SIZE_LABELS = ("<1", "1", "2-4", "5-8", "9-32", ">32")
+SIZE_UPPER_EDGES = (1.0, 4.0, 8.0, 32.0)
+DURATION_LABELS = ("short", "middle", "long")
+SHORT_MAX_S = 15 * 60.0
+LONG_MIN_S = 6 * 3600.0
+
+
+def summarize(
+    jobs: pd.DataFrame,
+    ts: pd.DataFrame,
+    *,
+    policy: str,
+    evictable_classes: Iterable[str] = ("spot",),
+    extra: Mapping[str, Any] | None = None,
+) -> dict[str, Any]:
+    """Summarise one run's per-job table and cluster time series (see the module doc).
+
+    ``extra`` entries (e.g. ``sim_wall_s``, ``peak_rss_mb``, ``placer``, ``workload``) are
+    added to the result; one that would overwrite a computed metric raises ``ConfigError``.
+    A missing column raises ``InputError`` naming it.
+    """
+    _require_columns(jobs, JOB_COLUMNS, "jobs table")
+    _require_columns(ts, TIMESERIES_COLUMNS, "time series")
+    frame = _job_frame(jobs)
+    jct = frame["jct_s"].to_numpy()
+    queue = frame["queue_s"].to_numpy()
+    end_s = jobs["end_s"].to_numpy(dtype=float)
+    summary: dict[str, Any] = {
+        "policy": policy,
+        "jobs": len(frame),
+        "finished": int(frame["finished"].sum()),
+        "unfinished": int(len(frame) - frame["finished"].sum()),
+        **_distribution("jct", jct, (50, 95, 99)),
+        **_distribution("queue", queue, (50, 99)),
+        "queued_jobs": int(np.count_nonzero(queue > 0)),
+        "slowdown_mean": _mean(frame["slowdown"].to_numpy()),
+        "makespan_s": makespan_s(jobs["submit_s"].to_numpy(dtype=float), end_s),
+        "gpu_alloc_rate": gpu_alloc_rate(ts, end_s),
+        "preemptions": int(frame["preemptions"].sum()),
+        "gpu_seconds": float(frame["gpu_seconds"].sum()),
+        "classes": class_breakdown(frame, frozenset(evictable_classes)),
+        "tenants": tenant_breakdown(frame),
+        "sizes": _bucket_breakdown(frame, "size_bucket"),
+        "duration_buckets": _bucket_breakdown(frame, "duration_bucket"),
+    }
+    clash = sorted(set(extra or {}) & set(summary))
+    if clash:
+        raise ConfigError(f"extra summary keys clash with computed metrics: {', '.join(clash)}")
+    summary.update(extra or {})
+    return to_jsonable(summary)
+
+
+def size_bucket(num_gpus: np.ndarray) -> np.ndarray:
+    """Index into :data:`SIZE_LABELS` of each job's GPU count (-1 where unknown)."""
+    gpus = np.asarray(num_gpus, dtype=float)
+    codes = np.searchsorted(np.asarray(SIZE_UPPER_EDGES), gpus, side="left") + 1
+    codes[gpus < 1] = 0
+    codes[~np.isfinite(gpus)] = -1
+    return codes
+
+
+def duration_bucket(duration_s: np.ndarray) -> np.ndarray:
+    """Index into :data:`DURATION_LABELS`: short < 15 min <= middle <= 6 h < long (-1 if unknown)."""
+    work = np.asarray(duration_s, dtype=float)
+    codes = (work >= SHORT_MAX_S).astype(np.int64) + (work > LONG_MIN_S)
+    codes[~np.isfinite(work)] = -1
+    return codes
+
+
+def makespan_s(submit_s: np.ndarray, end_s: np.ndarray) -> float | None:
+    """Last job end minus first submit; None when no job ended."""
+    ends = end_s[np.isfinite(end_s)]
+    if ends.size == 0 or submit_s.size == 0:
+        return None
+    return float(ends.max() - np.nanmin(submit_s))
+
+
+def span_end_s(time_s: np.ndarray, end_s: np.ndarray) -> float:
+    """Where the time series' last row stops: the later of its own time and the last job end."""
+    ends = end_s[np.isfinite(end_s)]
+    last_row = float(time_s[-1])
+    return max(last_row, float(ends.max())) if ends.size else last_row
+
+
+def gpu_alloc_rate(ts: pd.DataFrame, end_s: np.ndarray) -> float | None:
+    """Time-weighted mean of ``gpus_busy / gpus_total`` over the series' span (see module doc)."""
+    time_s = ts["time_s"].to_numpy(dtype=float)
+    if time_s.size == 0:
+        return None
+    widths = np.diff(time_s, append=span_end_s(time_s, end_s))
+    total = ts["gpus_total"].to_numpy(dtype=float)
+    busy = ts["gpus_busy"].to_numpy(dtype=float)
+    usable = total > 0
+    weight = widths[usable].sum()
+    if weight <= 0:
+        return None
+    return float(np.dot(busy[usable] / total[usable], widths[usable]) / weight)
+
+
+def class_breakdown(frame: pd.DataFrame, evictable: frozenset[str]) -> dict[str, dict[str, Any]]:
+    """Per priority class: counts, JCT and queue statistics, preemptions, eviction rate."""
+    groups = frame.groupby("priority_class", sort=True)
+    table = groups.agg(
+        jobs=("queue_s", "size"),
+        finished=("finished", "sum"),
+        jct_mean_s=("jct_s", "mean"),
+        queue_mean_s=("queue_s", "mean"),
+        preemptions=("preemptions", "sum"),
+        started=("started", "sum"),
+    )
+    table.insert(3, "jct_p99_s", groups["jct_s"].quantile(0.99))
+    result = _records(table.drop(columns="started"))
+    for name, row in result.items():
+        if name in evictable:
+            runs = row["preemptions"] + int(table.at[name, "started"])
+            row["eviction_rate"] = row["preemptions"] / runs if runs else None
+    return result
+
+
+def tenant_breakdown(frame: pd.DataFrame) -> dict[str, dict[str, Any]]:
+    """Per tenant: jobs, mean JCT (finished jobs), mean queueing delay, GPU-seconds."""
+    table = frame.groupby("tenant", sort=True).agg(
+        jobs=("queue_s", "size"),
+        jct_mean_s=("jct_s", "mean"),
+        queue_mean_s=("queue_s", "mean"),
+        gpu_seconds=("gpu_seconds", "sum"),
+    )
+    return _records(table)
+
+
+def write_summary(path: Path, summary: Mapping[str, Any]) -> Path:
+    """Write a summary as strict JSON (NaN and infinities become null)."""
+    path = Path(path)
+    path.write_text(json.dumps(to_jsonable(summary), indent=2, allow_nan=False) + "\n", encoding="utf-8")
+    return path
+
+
+def read_summary(path: Path) -> dict[str, Any]:
+    """Read a summary written by :func:`write_summary`."""
+    path = Path(path)
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError as exc:
+        raise InputError("file not found", file=str(path)) from exc
+    except json.JSONDecodeError as exc:
+        raise InputError(f"not valid JSON ({exc.msg}, line {exc.lineno})", file=str(path)) from exc
+
+
+def to_jsonable(value: Any) -> Any:
+    """Plain Python copy of ``value``: numpy scalars unboxed, NaN / infinities / NA as None."""
+    if isinstance(value, Mapping):
+        return {str(key): to_jsonable(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [to_jsonable(item) for item in value]
+    if isinstance(value, np.ndarray):
+        return [to_jsonable(item) for item in value.tolist()]
+    if isinstance(value, np.generic):
+        value = value.item()
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, Path):
+        return str(value)
+    if value is pd.NA or value is pd.NaT:
+        return None
+    return value
+
+
+def _require_columns(frame: pd.DataFrame, columns: tuple[str, ...], what: str) -> None:
+    missing = [name for name in columns if name not in frame.columns]
+    if missing:
+        raise InputError(f"{what} lacks column(s) {', '.join(missing)}", field=missing[0])
+
+
+def _job_frame(jobs: pd.DataFrame) -> pd.DataFrame:
+    """The columns the statistics need, derived once and vectorised."""
+    finished = jobs["finished"].fillna(False).to_numpy(dtype=bool)
+    submit = jobs["submit_s"].to_numpy(dtype=float)
+    work = jobs["duration_s"].to_numpy(dtype=float)
+    jct = np.where(finished, jobs["end_s"].to_numpy(dtype=float) - submit, np.nan)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        slowdown = np.where(work > 0, jct / work, np.nan)
+    return pd.DataFrame(
+        {
+            "tenant": jobs["tenant"].fillna("").astype(str).to_numpy(),
+            "priority_class": jobs["priority_class"].fillna("").astype(str).to_numpy(),
+            "size_bucket": pd.Categorical.from_codes(size_bucket(jobs["num_gpus"].to_numpy()), SIZE_LABELS),
+            "duration_bucket": pd.Categorical.from_codes(duration_bucket(work), DURATION_LABELS),
+            "finished": finished,
+            "started": np.isfinite(jobs["first_start_s"].to_numpy(dtype=float)),
+            "jct_s": jct,
+            "slowdown": slowdown,
+            "queue_s": jobs["queue_s"].to_numpy(dtype=float),
+            "preemptions": jobs["preemptions"].fillna(0).to_numpy(dtype=np.int64),
+            "gpu_seconds": jobs["gpu_seconds"].to_numpy(dtype=float),
+        }
+    )
+
+
+def _bucket_breakdown(frame: pd.DataFrame, column: str) -> dict[str, dict[str, Any]]:
+    table = frame.groupby(column, observed=False, sort=True).agg(
+        jobs=("queue_s", "size"),
+        jct_mean_s=("jct_s", "mean"),
+        queue_mean_s=("queue_s", "mean"),
+    )
+    return _records(table)
+
+
+def _records(table: pd.DataFrame) -> dict[str, dict[str, Any]]:
+    return to_jsonable(table.to_dict(orient="index"))
+
+
+def _distribution(name: str, values: np.ndarray, percentiles: tuple[int, ...]) -> dict[str, float | None]:
+    """``<name>_mean_s`` and ``<name>_p<q>_s`` over the finite values."""
+    finite = values[np.isfinite(values)]
+    stats: dict[str, float | None] = {f"{name}_mean_s": _mean(finite)}
+    points = np.percentile(finite, percentiles) if finite.size else [None] * len(percentiles)
+    stats.update({f"{name}_p{q}_s": point for q, point in zip(percentiles, points)})
+    return stats
+
+
+def _mean(values: np.ndarray) -> float | None:
+    finite = values[np.isfinite(values)]
+    return float(finite.mean()) if finite.size else None

@@ -1,0 +1,47 @@
+"""Classic baselines: FIFO, SJF, SRTF and SRSF (oracle durations, as in the Helios and
+Tiresias evaluations).
+
+* FIFO - submit order, non-preemptive; blocks at the head of each queue unless ``backfill``.
+* SJF - shortest job (duration) first, non-preemptive, oracle duration.
+* SRTF - shortest remaining time first, preemptive, oracle remaining work.
+* SRSF - shortest remaining GPU service first (remaining time x GPUs), preemptive, oracle;
+  the "SRSF" baseline of Tiresias (Gu et al., NSDI'19, §6).
+"""
+
+from __future__ import annotations
+
+from schedlab.policies.base import PreemptiveScheduler, QueueScheduler
+from schedlab.policies.placers import Placer
+from schedlab.sim.job import Job
+
+
+def _submit_order(ctx, job: Job) -> float:
+    return job.submit
+
+
+def _duration(ctx, job: Job) -> float:
+    return job.work
+
+
+def fifo(placer: Placer, *, backfill: bool = True) -> QueueScheduler:
+    return QueueScheduler("fifo", _submit_order, placer, backfill=backfill)
+
+
+def sjf(placer: Placer, *, backfill: bool = True) -> QueueScheduler:
+    return QueueScheduler("sjf", _duration, placer, backfill=backfill)
+
+
+def _remaining_time(ctx, job: Job) -> tuple[float, float]:
+    return (ctx.remaining(job), job.submit)
+
+
+def _remaining_service(ctx, job: Job) -> tuple[float, float]:
+    return (ctx.remaining(job) * job.num_gpus, job.submit)
+
+
+def srtf(placer: Placer) -> PreemptiveScheduler:
+    return PreemptiveScheduler("srtf", _remaining_time, placer)
+
+
+def srsf(placer: Placer) -> PreemptiveScheduler:
+    return PreemptiveScheduler("srsf", _remaining_service, placer)

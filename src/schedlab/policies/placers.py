@@ -1,0 +1,180 @@
+"""Placers: which GPUs a job gets. A placer proposes; the engine checks and applies.
+
+``place(ctx, job)`` returns a list of (node, GPUs) pairs, or None when the job cannot be
+placed now. A job that fits on one node always gets one node. Gang workers
+(``gpus_per_worker``) are never split across nodes. Placers read the per-group free-GPU
+buckets of :class:`schedlab.cluster.state.ClusterState`, so a query costs at most a walk over
+the bucket sizes, except where a docstring says it scans.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+import numpy as np
+
+from schedlab.cluster.state import ClusterState, Group
+from schedlab.sim.job import Job
+
+Alloc = list[tuple[int, int]]
+
+
+class Placer:
+    """Base placer: subclasses choose the single node and the order in which a job that
+    needs several nodes collects them."""
+
+    name = "base"
+
+    def place(self, ctx, job: Job) -> Alloc | None:
+        state: ClusterState = ctx.state
+        groups = ctx.groups_of(job)
+        if job.fractional:
+            node = self.fraction_node(state, groups, job.milli)
+            return None if node is None else [(node, 1)]
+        need = int(job.num_gpus)
+        if state.free_in(groups) < need:
+            return None
+        node = self.single_node(state, groups, need)
+        if node is not None:
+            return [(node, need)]
+        if any(need <= g.max_gpus for g in groups) and not self.split_small_jobs:
+            return None
+        return self.spread(state, groups, need, _worker_size(job))
+
+    split_small_jobs = True
+
+    def single_node(self, state: ClusterState, groups: tuple[Group, ...], need: int) -> int | None:
+        """Best-fit by default: the node with the fewest free GPUs that still fit, lowest id first."""
+        best: int | None = None
+        for g in groups:
+            if need > g.max_gpus or g.free_total < need:
+                continue
+            node = g.first_with(need)
+            if node is not None and (best is None or (state.free[node], node) < (state.free[best], best)):
+                best = node
+        return best
+
+    def spread_order(self, state: ClusterState, groups: tuple[Group, ...]) -> Iterable[int]:
+        """Nodes to fill, in order, for a job that spans nodes (default: most free first)."""
+        max_gpus = max(g.max_gpus for g in groups)
+        for k in range(max_gpus, 0, -1):
+            for g in groups:
+                if k <= g.max_gpus:
+                    yield from g.buckets[k]
+
+    def spread(self, state: ClusterState, groups: tuple[Group, ...], need: int, worker: int) -> Alloc | None:
+        alloc: Alloc = []
+        for node in self.spread_order(state, groups):
+            take = min(state.free[node], need) // worker * worker
+            if take:
+                alloc.append((node, take))
+                need -= take
+                if need == 0:
+                    return alloc
+        return None
+
+    def fraction_node(self, state: ClusterState, groups: tuple[Group, ...], milli: int) -> int | None:
+        """A node for a fractional request: the lowest-id partly used node with room, else a
+        single-GPU best fit. Scans the partly used nodes of the groups."""
+        for g in groups:
+            for node in sorted(g.partial):
+                if state.fraction_room(node, milli) and state.free[node] < state.node_gpus[node]:
+                    if any(0 < u <= 1000 - milli for u in state.gpu_used[node]):
+                        return node
+        return self.single_node(state, groups, 1)
+
+
+class Consolidate(Placer):
+    """Helios' consolidated placement: as few nodes as possible. A job that fits on one node
+    waits for one (best fit); a larger job takes whole free nodes, plus one best-fit node for
+    a remainder."""
+
+    name = "consolidate"
+    split_small_jobs = False
+
+    def spread(self, state: ClusterState, groups: tuple[Group, ...], need: int, worker: int) -> Alloc | None:
+        for g in groups:
+            size = g.max_gpus
+            whole, rest = divmod(need, size)
+            full = g.buckets[size]
+            if len(full) < whole or g.free_total < need:
+                continue
+            nodes = list(full[:whole])
+            alloc: Alloc = [(n, size) for n in nodes]
+            if rest:
+                tail = next((n for k in range(rest, size + 1) for n in g.buckets[k] if n not in nodes), None)
+                if tail is None:
+                    continue
+                alloc.append((tail, rest))
+            if worker > 1 and any(c % worker for _, c in alloc):
+                continue
+            return alloc
+        return None
+
+
+class BestFit(Placer):
+    """Best fit: the single node with the fewest free GPUs that fit; a job too large for one
+    node is spread over the nodes with the most free GPUs (fewest pieces)."""
+
+    name = "best-fit"
+
+
+class FirstFit(Placer):
+    """First fit: the lowest-id node with enough free GPUs; a larger job takes free GPUs from
+    the lowest-id nodes up (scans the nodes that have free GPUs)."""
+
+    name = "first-fit"
+
+    def single_node(self, state: ClusterState, groups: tuple[Group, ...], need: int) -> int | None:
+        best: int | None = None
+        for g in groups:
+            for k in range(need, g.max_gpus + 1):
+                bucket = g.buckets[k]
+                if bucket and (best is None or bucket[0] < best):
+                    best = bucket[0]
+        return best
+
+    def spread_order(self, state: ClusterState, groups: tuple[Group, ...]) -> Iterable[int]:
+        return sorted(n for g in groups for k in range(1, g.max_gpus + 1) for n in g.buckets[k])
+
+
+class RandomFit(Placer):
+    """Random: a uniformly random node among those with enough free GPUs; a larger job takes
+    nodes in random order (scans the candidate nodes). Draws from the run's seeded RNG."""
+
+    name = "random"
+
+    def __init__(self, rng: np.random.Generator) -> None:
+        self.rng = rng
+
+    def single_node(self, state: ClusterState, groups: tuple[Group, ...], need: int) -> int | None:
+        candidates = [n for g in groups for k in range(need, g.max_gpus + 1) for n in g.buckets[k]]
+        if not candidates:
+            return None
+        return candidates[int(self.rng.integers(len(candidates)))]
+
+    def spread_order(self, state: ClusterState, groups: tuple[Group, ...]) -> Iterable[int]:
+        nodes = [n for g in groups for k in range(1, g.max_gpus + 1) for n in g.buckets[k]]
+        return [nodes[i] for i in self.rng.permutation(len(nodes))]
+
+
+def _worker_size(job: Job) -> int:
+    gpw = job.gpus_per_worker
+    return int(gpw) if gpw == gpw and gpw >= 1 else 1
+
+
+PLACERS = {
+    "consolidate": (Consolidate, Consolidate.__doc__),
+    "best-fit": (BestFit, BestFit.__doc__),
+    "first-fit": (FirstFit, FirstFit.__doc__),
+    "random": (RandomFit, RandomFit.__doc__),
+}
+
+
+def make_placer(name: str, rng: np.random.Generator) -> Placer:
+    from schedlab.errors import ConfigError
+
+    if name not in PLACERS:
+        raise ConfigError(f"unknown placer '{name}'; choose one of {', '.join(PLACERS)}")
+    cls = PLACERS[name][0]
+    return cls(rng) if cls is RandomFit else cls()

@@ -1,0 +1,68 @@
+"""YARN capacity scheduler (Apache Hadoop YARN CapacityScheduler, as the baseline of the
+Helios, Philly and GFS studies): one FIFO queue per tenant, each tenant limited to its
+capacity (``TenantSpec.quota_gpus``; without quotas, an equal split of the pool), best-fit
+placement. A queue blocks at its head: YARN does not reorder jobs within a queue.
+
+``elastic`` lets a tenant borrow idle GPUs beyond its capacity (YARN's maximum-capacity
+above capacity); borrowed GPUs are not reclaimed (no preemption in this baseline).
+On a partitioned cluster every tenant already owns its nodes, so this is per-VC FIFO.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+
+from schedlab.policies.base import Policy
+from schedlab.policies.placers import Placer
+from schedlab.sim.job import Job
+
+
+class YarnCapacity(Policy):
+    """Per-tenant FIFO with capacity limits."""
+
+    name = "yarn-cs"
+
+    def __init__(self, placer: Placer, *, elastic: bool = False) -> None:
+        self.placer = placer
+        self.elastic = elastic
+        self.queues: dict[str, deque[Job]] = {}
+        self.used: dict[str, float] = {}
+        self.capacity: dict[str, float] = {}
+
+    def setup(self, ctx) -> None:
+        spec = ctx.cluster
+        total = spec.total_gpus if not spec.partitioned else 0
+        tenants = spec.tenants
+        for name, tenant in tenants.items():
+            if spec.partitioned:
+                self.capacity[name] = float(spec.gpus_by_pool().get(name, 0))
+            elif tenant.quota_gpus is not None:
+                self.capacity[name] = tenant.quota_gpus
+        self._default_share = total / max(1, len(tenants)) if tenants else float(total)
+
+    def _capacity(self, ctx, tenant: str) -> float:
+        cap = self.capacity.get(tenant)
+        if cap is None:
+            cap = self.capacity[tenant] = self._default_share or float(ctx.cluster.total_gpus)
+        return cap
+
+    def on_arrival(self, ctx, job: Job) -> None:
+        self.queues.setdefault(job.tenant, deque()).append(job)
+
+    def on_finish(self, ctx, job: Job) -> None:
+        self.used[job.tenant] -= job.num_gpus
+
+    def schedule(self, ctx) -> None:
+        for tenant, queue in self.queues.items():
+            cap = self._capacity(ctx, tenant)
+            while queue:
+                job = queue[0]
+                used = self.used.get(tenant, 0.0)
+                if used + job.num_gpus > cap and not self.elastic:
+                    break
+                alloc = self.placer.place(ctx, job)
+                if alloc is None:
+                    break
+                ctx.start(job, alloc)
+                queue.popleft()
+                self.used[tenant] = used + job.num_gpus

@@ -1,0 +1,616 @@
+"""The discrete-event engine and the context a policy acts through.
+
+Time jumps from event to event (arrivals, finishes, policy timers, node boots); nothing is
+stepped through idle time. After all events of one timestamp are applied the engine calls
+``policy.schedule(ctx)`` once, where ``ctx`` is the :class:`Simulation` itself: the policy reads
+the cluster state and acts with :meth:`Simulation.start`, :meth:`~Simulation.preempt`,
+:meth:`~Simulation.pause`, :meth:`~Simulation.migrate`, :meth:`~Simulation.colocate`,
+:meth:`~Simulation.set_timer`, :meth:`~Simulation.power_off` and :meth:`~Simulation.power_on`.
+Every action is checked; an impossible one raises :class:`ActionError` naming the policy and
+the job.
+
+Finish events carry the job's version; any rate change (start, preemption, migration, a GPU
+becoming shared or exclusive) bumps the version and schedules a new finish, so stale events
+are skipped. Arrivals come from the sorted workload through a cursor, not the heap.
+"""
+
+from __future__ import annotations
+
+import heapq
+import itertools
+import math
+import time
+from array import array
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import pandas as pd
+
+from schedlab.cluster.spec import ClusterSpec
+from schedlab.cluster.state import ClusterState
+from schedlab.errors import ActionError, ConfigError
+from schedlab.perf.model import PerfModel
+from schedlab.sim.job import FINISHED, PENDING, RUNNING, Job
+from schedlab.workload.schema import Workload, check_fits
+
+if TYPE_CHECKING:
+    from schedlab.policies.base import Policy
+
+_FINISH, _TIMER, _NODE_ON = 0, 1, 2
+INF = math.inf
+
+
+@dataclass(frozen=True)
+class SimConfig:
+    """Engine settings. Costs are in seconds.
+
+    * ``checkpoint_s``: time to save a checkpoint when a job is paused or migrated;
+    * ``restore_s``: time to restore from a checkpoint when a stopped job starts again;
+    * ``checkpoint_interval_s``: periodic checkpoints, in seconds of work, for jobs whose
+      row does not set one; an eviction (:meth:`Simulation.preempt`) loses the work since the
+      last of them (``inf`` = never checkpointed: an evicted job restarts from zero);
+    * ``boot_s``: time for a powered-off node to come back;
+    * ``horizon_s``: stop the simulation at this time (jobs not done are reported unfinished).
+
+    The GPUs of a paused, preempted or migrated job are freed at once; the save and restore
+    time is charged as a stall when the job runs again.
+    """
+
+    checkpoint_s: float = 10.0
+    restore_s: float = 30.0
+    checkpoint_interval_s: float = 1800.0
+    boot_s: float = 300.0
+    horizon_s: float = INF
+    cross_node_factor: float = 1.0
+    colocation_factor: float = 0.75
+
+    def __post_init__(self) -> None:
+        for name in ("checkpoint_s", "restore_s", "boot_s"):
+            value = getattr(self, name)
+            if not (value >= 0 and math.isfinite(value)):
+                raise ConfigError(f"{name} must be a non-negative number, got {value!r}")
+        if not self.checkpoint_interval_s > 0:
+            raise ConfigError("checkpoint_interval_s must be positive (inf for never)")
+        if not self.horizon_s > 0:
+            raise ConfigError("horizon_s must be positive")
+
+
+@dataclass
+class SimResult:
+    """Per-job table, cluster time series and run facts of one simulation."""
+
+    jobs: pd.DataFrame
+    timeseries: pd.DataFrame
+    meta: dict[str, Any] = field(default_factory=dict)
+
+
+class Simulation:
+    """One run of ``policy`` over ``workload`` on ``cluster``; also the policy's context."""
+
+    def __init__(
+        self,
+        workload: Workload,
+        cluster: ClusterSpec,
+        policy: "Policy",
+        *,
+        config: SimConfig | None = None,
+        seed: int = 0,
+        perf: PerfModel | None = None,
+    ) -> None:
+        self.config = config or SimConfig()
+        self.cluster = cluster
+        self.policy = policy
+        self.rng = np.random.default_rng(seed)
+        self.seed = seed
+        self.state = ClusterState(cluster)
+        self.perf = perf or PerfModel(
+            cluster, cross_node_factor=self.config.cross_node_factor, colocation_factor=self.config.colocation_factor
+        )
+        self.workload = workload
+        self._check_workload(workload, cluster)
+        jobs = workload.jobs
+        self._n = len(jobs)
+        self._submit: list[float] = jobs["submit_s"].tolist()
+        self._cols = {c: jobs[c].tolist() for c in (
+            "job_id", "user", "tenant", "name", "priority_class", "num_gpus", "gpus_per_worker", "gpu_type",
+            "duration_s", "checkpoint_interval_s", "model", "deadline_s")}  # fmt: skip
+        self.now = 0.0
+        self.running: dict[int, Job] = {}
+        self.live: dict[int, Job] = {}
+        self.pending_count = 0
+        self._heap: list[tuple[float, int, int, Any, int]] = []
+        self._seq = itertools.count()
+        self._colocated: dict[tuple[int, int], list[Job]] = {}
+        self._out = _Outputs(self._n)
+        self._ts = _Series()
+        self.actions = 0
+
+    # ----- setup -------------------------------------------------------------------------------
+    @staticmethod
+    def _check_workload(workload: Workload, cluster: ClusterSpec) -> None:
+        jobs = workload.jobs
+        check_fits(workload, max_gpus=cluster.total_gpus, gpu_types=set(cluster.gpu_types))
+        if cluster.partitioned:
+            need = jobs.groupby(["tenant", "gpu_type"], sort=False)["num_gpus"].max()
+            for (tenant, gtype), gpus in need.items():
+                cap = cluster.max_job_gpus(tenant, gtype)
+                if gpus > cap:
+                    row = int(np.flatnonzero(((jobs["tenant"] == tenant) & (jobs["num_gpus"] > cap)).to_numpy())[0])
+                    raise ConfigError(
+                        f"{workload.source}: row {row + 1}: job '{jobs['job_id'].iloc[row]}' of tenant '{tenant}' "
+                        f"needs {gpus:g} GPUs but that partition of cluster '{cluster.name}' has {cap}"
+                    )
+        gpw = jobs["gpus_per_worker"].to_numpy()
+        bad = np.flatnonzero((gpw < 1) & (jobs["num_gpus"].to_numpy() > gpw))
+        if bad.size:
+            raise ConfigError(
+                f"{workload.source}: row {int(bad[0]) + 1}: gang jobs with fractional GPUs per worker are not supported"
+            )
+
+    def _make_job(self, i: int) -> Job:
+        c = self._cols
+        ckpt = c["checkpoint_interval_s"][i]
+        return Job(
+            i, c["job_id"][i], self._submit[i], c["user"][i], c["tenant"][i], c["name"][i], c["priority_class"][i],
+            c["num_gpus"][i], c["gpus_per_worker"][i], c["gpu_type"][i], c["duration_s"][i],
+            self.config.checkpoint_interval_s if ckpt != ckpt else ckpt, c["model"][i], c["deadline_s"][i],
+        )  # fmt: skip
+
+    # ----- main loop ---------------------------------------------------------------------------
+    def run(self, progress: Callable[[int, int], None] | None = None) -> SimResult:
+        """Run to the end of the workload (or the horizon) and return the results."""
+        wall0 = time.perf_counter()
+        policy = self.policy
+        heap = self._heap
+        submit = self._submit
+        n = self._n
+        horizon = self.config.horizon_s
+        nxt = 0
+        report_every = max(1, n // 200)
+        policy.setup(self)
+        while True:
+            t_arr = submit[nxt] if nxt < n else INF
+            t_evt = heap[0][0] if heap else INF
+            t = t_arr if t_arr < t_evt else t_evt
+            if t == INF or t > horizon:
+                break
+            self.now = t
+            changed = False
+            while heap and heap[0][0] <= t:
+                _, _, kind, payload, version = heapq.heappop(heap)
+                if kind == _FINISH:
+                    if payload.version == version and payload.state == RUNNING:
+                        self._finish(payload)
+                        changed = True
+                elif kind == _TIMER:
+                    policy.on_timer(self, payload)
+                    changed = True
+                else:
+                    self._node_up(payload)
+                    changed = True
+            while nxt < n and submit[nxt] <= t:
+                job = self._make_job(nxt)
+                self.live[nxt] = job
+                self.pending_count += 1
+                policy.on_arrival(self, job)
+                nxt += 1
+                changed = True
+                if progress is not None and nxt % report_every == 0:
+                    progress(nxt, n)
+            if changed:
+                policy.schedule(self)
+                self._record()
+        end_time = min(self.now, horizon) if math.isfinite(horizon) else self.now
+        self.now = end_time
+        result = self._collect(nxt, time.perf_counter() - wall0)
+        if progress is not None:
+            progress(n, n)
+        return result
+
+    def _record(self) -> None:
+        s = self.state
+        self._ts.add(self.now, s.gpus_on, s.busy_gpus, len(self.running), self.pending_count, s.nodes_on)
+
+    # ----- context: queries --------------------------------------------------------------------
+    @property
+    def policy_name(self) -> str:
+        return getattr(self.policy, "name", type(self.policy).__name__)
+
+    def remaining(self, job: Job) -> float:
+        """Work left now, in reference-GPU seconds."""
+        if job.state != RUNNING:
+            return job.remaining
+        t0 = max(job.last_update, job.stall_until)
+        return job.remaining - job.rate * max(0.0, self.now - t0)
+
+    def attained(self, job: Job) -> float:
+        """GPU-seconds of service the job has received so far."""
+        if job.state == RUNNING:
+            return job.gpu_seconds + job.num_gpus * (self.now - job.run_since)
+        return job.gpu_seconds
+
+    def executed(self, job: Job) -> float:
+        """Wall seconds the job has run so far."""
+        if job.state == RUNNING:
+            return job.run_s + (self.now - job.run_since)
+        return job.run_s
+
+    def pool_of(self, job: Job) -> str:
+        """The node pool a job may use: its tenant in a partitioned cluster, else the shared pool."""
+        return job.tenant if self.cluster.partitioned else ""
+
+    def groups_of(self, job: Job):
+        return self.state.groups_for(self.pool_of(job), job.gpu_type)
+
+    # ----- context: actions --------------------------------------------------------------------
+    def _reject(self, job: Job | None, message: str) -> ActionError:
+        return ActionError(self.policy_name, job.id if job is not None else None, message)
+
+    def start(self, job: Job, alloc: list[tuple[int, int]] | tuple[tuple[int, int], ...]) -> None:
+        """Start a pending job on ``alloc``: (node, GPUs) pairs; a fractional job gives one (node, 1)."""
+        if job.state != PENDING:
+            raise self._reject(job, f"cannot start a job that is {('pending', 'running', 'finished')[job.state]}")
+        self._claim(job, self._validated(job, alloc))
+        self.pending_count -= 1
+        job.queue_s += self.now - job.queued_since
+        if job.first_start != job.first_start:
+            job.first_start = self.now
+        self._begin_run(job)
+
+    def _validated(self, job: Job, alloc) -> list[tuple[int, int]]:
+        s = self.state
+        if not alloc:
+            raise self._reject(job, "empty allocation")
+        pool = self.pool_of(job)
+        seen: set[int] = set()
+        total = 0
+        gpw = job.gpus_per_worker
+        for node, count in alloc:
+            if not 0 <= node < s.num_nodes:
+                raise self._reject(job, f"node {node} does not exist")
+            if node in seen:
+                raise self._reject(job, f"node {node} appears twice in the allocation")
+            seen.add(node)
+            if not s.on[node]:
+                raise self._reject(job, f"node {node} is powered off")
+            if s.node_pool[node] != pool:
+                raise self._reject(job, f"node {node} belongs to pool '{s.node_pool[node]}', the job may use '{pool}'")
+            if job.gpu_type and s.node_type[node] != job.gpu_type:
+                raise self._reject(job, f"node {node} has {s.node_type[node]} GPUs, the job needs {job.gpu_type}")
+            if count <= 0 or count != int(count):
+                raise self._reject(job, f"GPU count {count!r} on node {node} must be a positive whole number")
+            if job.fractional:
+                if not s.fraction_room(node, job.milli):
+                    raise self._reject(job, f"node {node} has no room for {job.milli / 1000:g} of a GPU")
+            elif s.free[node] < count:
+                raise self._reject(job, f"node {node} has {s.free[node]} free GPUs, asked for {count}")
+            if gpw == gpw and gpw >= 1 and count % gpw:
+                raise self._reject(job, f"gang workers need {gpw:g} GPUs each on one node; got {count} on node {node}")
+            total += count
+        if job.fractional:
+            if len(alloc) != 1 or total != 1:
+                raise self._reject(job, "a fractional job takes exactly one GPU slot: [(node, 1)]")
+        elif total != job.num_gpus:
+            raise self._reject(job, f"allocation has {total} GPUs, the job needs {job.num_gpus:g} (all or nothing)")
+        return list(alloc)
+
+    def _claim(self, job: Job, alloc: list[tuple[int, int]]) -> None:
+        s = self.state
+        if job.fractional:
+            node = alloc[0][0]
+            job.alloc = ((node, (s.take_fraction(node, job.milli),)),)
+        else:
+            job.alloc = tuple((node, s.take_whole(node, count)) for node, count in alloc)
+
+    def _begin_run(self, job: Job) -> None:
+        now = self.now
+        job.state = RUNNING
+        job.run_since = now
+        job.last_update = now
+        job.stall_until = now + job.restart_cost
+        job.restart_cost = 0.0
+        self.running[job.idx] = job
+        self.actions += 1
+        self._set_rate(job, self.perf.rate(job, job.nodes))
+
+    def _set_rate(self, job: Job, rate: float) -> None:
+        """Apply a new rate from now on and reschedule the finish."""
+        self._advance(job)
+        job.rate = rate
+        job.version += 1
+        begin = job.stall_until if job.stall_until > self.now else self.now
+        finish = begin + job.remaining / rate
+        heapq.heappush(self._heap, (finish, next(self._seq), _FINISH, job, job.version))
+
+    def _advance(self, job: Job) -> None:
+        now = self.now
+        t0 = job.last_update if job.last_update > job.stall_until else job.stall_until
+        if now > t0 and job.rate > 0:
+            done = job.rate * (now - t0)
+            job.remaining -= done
+            job.work_done += done
+        job.last_update = now
+
+    def _stop_run(self, job: Job) -> None:
+        """Bookkeeping shared by finish, pause, preempt and migrate: the job leaves its GPUs."""
+        self._advance(job)
+        now = self.now
+        elapsed = now - job.run_since
+        job.run_s += elapsed
+        job.gpu_seconds += job.num_gpus * elapsed
+        self._release(job)
+        job.rate = 0.0
+        job.version += 1
+        del self.running[job.idx]
+
+    def _release(self, job: Job) -> None:
+        s = self.state
+        for node, gids in job.alloc:
+            s.release(node, gids, job.milli)
+        if job.colocated:
+            self._leave_colocation(job)
+        job.alloc = ()
+
+    def _finish(self, job: Job) -> None:
+        self._stop_run(job)
+        job.work_done += job.remaining
+        job.remaining = 0.0
+        job.state = FINISHED
+        job.end = self.now
+        del self.live[job.idx]
+        self._out.store(job)
+        self.policy.on_finish(self, job)
+
+    def _requeue(self, job: Job) -> None:
+        job.state = PENDING
+        job.queued_since = self.now
+        self.pending_count += 1
+        self.actions += 1
+
+    def _running_or_fail(self, job: Job, what: str) -> None:
+        if job.state != RUNNING:
+            raise self._reject(job, f"cannot {what} a job that is {('pending', 'running', 'finished')[job.state]}")
+
+    def preempt(self, job: Job) -> None:
+        """Evict a running job: it loses the work since its last periodic checkpoint and
+        returns to pending; the next start pays ``restore_s``."""
+        self._running_or_fail(job, "preempt")
+        self._stop_run(job)
+        progress = job.work - job.remaining
+        saved = max(job.saved_progress, math.floor(progress / job.ckpt_interval) * job.ckpt_interval)
+        saved = min(saved, progress)
+        job.lost_work += progress - saved
+        job.remaining = job.work - saved
+        job.saved_progress = saved
+        job.preemptions += 1
+        job.restart_cost = self.config.restore_s
+        self._requeue(job)
+
+    def pause(self, job: Job) -> None:
+        """Suspend a running job with a checkpoint: no work is lost; the next start pays
+        ``checkpoint_s + restore_s``."""
+        self._running_or_fail(job, "pause")
+        self._stop_run(job)
+        job.saved_progress = job.work - job.remaining
+        job.preemptions += 1
+        job.restart_cost = self.config.checkpoint_s + self.config.restore_s
+        self._requeue(job)
+
+    def migrate(self, job: Job, alloc: list[tuple[int, int]]) -> None:
+        """Move a running job to ``alloc`` (checkpoint, restore): no work is lost; it stalls for
+        ``checkpoint_s + restore_s``. The new allocation may reuse the job's own GPUs."""
+        self._running_or_fail(job, "migrate")
+        self._stop_run(job)
+        checked = self._validated(job, alloc)  # a failure here aborts the run: no state to restore
+        job.saved_progress = job.work - job.remaining
+        job.migrations += 1
+        job.restart_cost = self.config.checkpoint_s + self.config.restore_s
+        self._claim(job, checked)
+        self._begin_run(job)
+
+    def colocate(self, job: Job, host: Job) -> None:
+        """Start pending ``job`` time-sharing the GPUs of running ``host`` (same GPU count)."""
+        if job.state != PENDING:
+            raise self._reject(job, "only a pending job can be colocated")
+        if host.state != RUNNING:
+            raise self._reject(job, f"host job '{host.id}' is not running")
+        if job.num_gpus != host.num_gpus or job.fractional:
+            raise self._reject(job, f"colocation needs the same whole GPU count as host '{host.id}'")
+        if job.gpu_type and any(self.state.node_type[n] != job.gpu_type for n in host.nodes):
+            raise self._reject(job, f"host '{host.id}' runs on another GPU type than the job needs")
+        if any(self.state.node_pool[n] != self.pool_of(job) for n in host.nodes):
+            raise self._reject(job, f"host '{host.id}' runs outside the job's pool")
+        cap = self.cluster.max_jobs_per_gpu
+        for node, gids in host.alloc:
+            if any(self.state.gpu_jobs[node][g] >= cap for g in gids):
+                raise self._reject(job, f"a GPU of host '{host.id}' already holds {cap} jobs (max_jobs_per_gpu)")
+        for node, gids in host.alloc:
+            self.state.share(node, gids, job.milli)
+        job.alloc = host.alloc
+        self.pending_count -= 1
+        job.queue_s += self.now - job.queued_since
+        if job.first_start != job.first_start:
+            job.first_start = self.now
+        for node, gids in job.alloc:
+            for g in gids:
+                self._colocated.setdefault((node, g), [host]).append(job)
+        job.colocated = host.colocated = True
+        self._begin_run(job)
+        self._rerate_sharers(job)
+
+    def _sharers(self, job: Job) -> list[Job]:
+        out: list[Job] = []
+        for node, gids in job.alloc:
+            for g in gids:
+                for other in self._colocated.get((node, g), ()):
+                    if other is not job and other not in out:
+                        out.append(other)
+        return out
+
+    def _rerate_sharers(self, job: Job) -> None:
+        for j in [job, *self._sharers(job)]:
+            others = self._sharers(j)
+            base = self.perf.rate(j, j.nodes)
+            self._set_rate(j, self.perf.colocated_rate(j, j.nodes, others) if others else base)
+            j.colocated = bool(others)
+
+    def _leave_colocation(self, job: Job) -> None:
+        partners = self._sharers(job)
+        for node, gids in job.alloc:
+            for g in gids:
+                group = self._colocated.get((node, g))
+                if group is not None:
+                    group.remove(job)
+                    if len(group) < 2:
+                        del self._colocated[(node, g)]
+        job.colocated = False
+        for other in partners:
+            others = self._sharers(other)
+            other.colocated = bool(others)
+            rate = self.perf.colocated_rate(other, other.nodes, others) if others else self.perf.rate(other, other.nodes)
+            self._set_rate(other, rate)
+
+    def set_timer(self, at: float, payload: Any = None) -> None:
+        """Call ``policy.on_timer(ctx, payload)`` at absolute time ``at`` (>= now)."""
+        if not at >= self.now:
+            raise self._reject(None, f"timer at {at!r} is in the past (now {self.now:g})")
+        heapq.heappush(self._heap, (at, next(self._seq), _TIMER, payload, 0))
+
+    def power_off(self, node: int) -> None:
+        """Power an idle node down; it leaves placement until powered on again."""
+        s = self.state
+        if not 0 <= node < s.num_nodes:
+            raise self._reject(None, f"node {node} does not exist")
+        if not s.on[node]:
+            raise self._reject(None, f"node {node} is already off")
+        if not s.idle(node) or any(s.gpu_used[node]):
+            raise self._reject(None, f"node {node} is not idle and cannot be powered off")
+        s.power_off(node)
+        self.actions += 1
+
+    def power_on(self, node: int) -> None:
+        """Boot a powered-off node; it is usable ``boot_s`` later."""
+        s = self.state
+        if not 0 <= node < s.num_nodes:
+            raise self._reject(None, f"node {node} does not exist")
+        if s.on[node] or node in s.booting:
+            raise self._reject(None, f"node {node} is already on or booting")
+        s.booting.add(node)
+        heapq.heappush(self._heap, (self.now + self.config.boot_s, next(self._seq), _NODE_ON, node, 0))
+        self.actions += 1
+
+    def _node_up(self, node: int) -> None:
+        self.state.booting.discard(node)
+        self.state.power_on(node)
+        self.policy.on_node_on(self, node)
+
+    # ----- results -----------------------------------------------------------------------------
+    def _collect(self, arrived: int, wall_s: float) -> SimResult:
+        now = self.now
+        for job in list(self.running.values()):
+            self._advance(job)
+            elapsed = now - job.run_since
+            job.run_s += elapsed
+            job.gpu_seconds += job.num_gpus * elapsed
+        for job in self.live.values():
+            if job.state == PENDING:
+                job.queue_s += now - job.queued_since
+            self._out.store(job)
+        jobs = self._out.frame(self.workload.jobs)
+        meta = {
+            "policy": self.policy_name,
+            "cluster": self.cluster.name,
+            "cluster_gpus": self.cluster.total_gpus,
+            "seed": self.seed,
+            "arrived": arrived,
+            "not_arrived": self._n - arrived,
+            "stalled": sum(1 for j in self.live.values() if j.state == PENDING),
+            "end_time_s": now,
+            "engine_wall_s": wall_s,
+            "actions": self.actions,
+        }
+        return SimResult(jobs, self._ts.frame(), meta)
+
+
+class _Outputs:
+    """Columnar per-job results, filled when a job finishes or the run ends."""
+
+    def __init__(self, n: int) -> None:
+        nan = np.full(n, np.nan)
+        self.first_start = nan.copy()
+        self.end = nan.copy()
+        self.queue_s = np.zeros(n)
+        self.run_s = np.zeros(n)
+        self.gpu_seconds = np.zeros(n)
+        self.lost_work = np.zeros(n)
+        self.work_done = np.zeros(n)
+        self.preemptions = np.zeros(n, dtype=np.int64)
+        self.migrations = np.zeros(n, dtype=np.int64)
+        self.finished = np.zeros(n, dtype=bool)
+
+    def store(self, job: Job) -> None:
+        i = job.idx
+        self.first_start[i] = job.first_start
+        self.end[i] = job.end
+        self.queue_s[i] = job.queue_s
+        self.run_s[i] = job.run_s
+        self.gpu_seconds[i] = job.gpu_seconds
+        self.lost_work[i] = job.lost_work
+        self.work_done[i] = job.work_done
+        self.preemptions[i] = job.preemptions
+        self.migrations[i] = job.migrations
+        self.finished[i] = job.state == FINISHED
+
+    def frame(self, spec: pd.DataFrame) -> pd.DataFrame:
+        out = spec[["job_id", "user", "tenant", "priority_class", "num_gpus", "gpu_type", "submit_s", "duration_s"]].copy()
+        out["first_start_s"] = self.first_start
+        out["end_s"] = self.end
+        out["finished"] = self.finished
+        out["queue_s"] = self.queue_s
+        out["run_s"] = self.run_s
+        out["preemptions"] = self.preemptions
+        out["migrations"] = self.migrations
+        out["lost_work_s"] = self.lost_work
+        out["work_done_s"] = self.work_done
+        out["gpu_seconds"] = self.gpu_seconds
+        out["final_state"] = spec["final_state"].to_numpy()
+        return out
+
+
+class _Series:
+    """Cluster time series as a step function; a row is kept only when something changed."""
+
+    def __init__(self) -> None:
+        self.time = array("d")
+        self.total = array("d")
+        self.busy = array("d")
+        self.running = array("q")
+        self.pending = array("q")
+        self.nodes_on = array("q")
+        self._last: tuple[float, float, int, int, int] | None = None
+
+    def add(self, t: float, total: float, busy: float, running: int, pending: int, nodes_on: int) -> None:
+        key = (total, busy, running, pending, nodes_on)
+        if key == self._last:
+            return
+        self._last = key
+        self.time.append(t)
+        self.total.append(total)
+        self.busy.append(busy)
+        self.running.append(running)
+        self.pending.append(pending)
+        self.nodes_on.append(nodes_on)
+
+    def frame(self) -> pd.DataFrame:
+        return pd.DataFrame(
+            {
+                "time_s": np.frombuffer(self.time, dtype=np.float64),
+                "gpus_total": np.frombuffer(self.total, dtype=np.float64),
+                "gpus_busy": np.frombuffer(self.busy, dtype=np.float64),
+                "running_jobs": np.frombuffer(self.running, dtype=np.int64),
+                "pending_jobs": np.frombuffer(self.pending, dtype=np.int64),
+                "nodes_on": np.frombuffer(self.nodes_on, dtype=np.int64),
+            }
+        )

@@ -1,0 +1,93 @@
+"""Runtime state of one job inside a simulation."""
+
+from __future__ import annotations
+
+PENDING = 0
+RUNNING = 1
+FINISHED = 2
+STATE_NAMES = ("pending", "running", "finished")
+
+
+class Job:
+    """A job as the engine and policies see it.
+
+    Static fields come from the workload row; the rest is runtime state that only the engine
+    writes. ``remaining`` is work left in reference-GPU seconds as of ``last_update``; a
+    running job progresses at ``rate`` work-seconds per second, except before ``stall_until``
+    (restore or migration overhead; ``restart_cost`` is the stall its next start will pay).
+    ``data`` is free for the policy's own bookkeeping.
+    """
+
+    __slots__ = (
+        "idx", "id", "submit", "user", "tenant", "name", "cls", "num_gpus", "gpus_per_worker",
+        "gpu_type", "work", "ckpt_interval", "model", "deadline",
+        "state", "alloc", "milli", "rate", "remaining", "last_update", "stall_until", "restart_cost", "version",
+        "first_start", "end", "queue_s", "queued_since", "run_s", "run_since", "preemptions",
+        "migrations", "lost_work", "gpu_seconds", "work_done", "saved_progress", "colocated", "data",
+    )  # fmt: skip
+
+    def __init__(
+        self,
+        idx: int,
+        job_id: str,
+        submit: float,
+        user: str,
+        tenant: str,
+        name: str,
+        cls: str,
+        num_gpus: float,
+        gpus_per_worker: float,
+        gpu_type: str,
+        work: float,
+        ckpt_interval: float,
+        model: str,
+        deadline: float,
+    ) -> None:
+        self.idx = idx
+        self.id = job_id
+        self.submit = submit
+        self.user = user
+        self.tenant = tenant
+        self.name = name
+        self.cls = cls
+        self.num_gpus = num_gpus
+        self.gpus_per_worker = gpus_per_worker
+        self.gpu_type = gpu_type
+        self.work = work
+        self.ckpt_interval = ckpt_interval
+        self.model = model
+        self.deadline = deadline
+        self.state = PENDING
+        self.alloc: tuple[tuple[int, tuple[int, ...]], ...] = ()
+        self.milli = 1000 if num_gpus >= 1 else max(1, int(round(num_gpus * 1000)))
+        self.rate = 0.0
+        self.remaining = work
+        self.last_update = submit
+        self.stall_until = 0.0
+        self.restart_cost = 0.0
+        self.version = 0
+        self.first_start = float("nan")
+        self.end = float("nan")
+        self.queue_s = 0.0
+        self.queued_since = submit
+        self.run_s = 0.0
+        self.run_since = 0.0
+        self.preemptions = 0
+        self.migrations = 0
+        self.lost_work = 0.0
+        self.gpu_seconds = 0.0
+        self.work_done = 0.0
+        self.saved_progress = 0.0
+        self.colocated = False
+        self.data: object = None
+
+    @property
+    def fractional(self) -> bool:
+        return self.num_gpus < 1
+
+    @property
+    def nodes(self) -> tuple[int, ...]:
+        return tuple(node for node, _ in self.alloc)
+
+    def __repr__(self) -> str:
+        return f"Job({self.id!r}, gpus={self.num_gpus:g}, {STATE_NAMES[self.state]})"

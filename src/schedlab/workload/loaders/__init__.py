@@ -1,0 +1,87 @@
+"""Trace loaders: one module per public trace format, all producing a canonical :class:`Workload`.
+
+``load_trace(path, fmt, **options)`` picks the loader from :data:`LOADERS`. Every loader shifts times
+so the earliest submit is 0 (``Workload.origin`` is the wall-clock time of 0 when the trace has
+dates), sorts jobs by submit time (stable), counts deliberately skipped rows by reason in
+``Workload.skipped`` and raises :class:`~schedlab.errors.InputError` naming the file, the 1-based
+data row and the field of bad data.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from types import MappingProxyType
+from typing import Any
+
+from schedlab.errors import ConfigError, InputError
+from schedlab.workload.loaders.elasticflow import load_elasticflow
+from schedlab.workload.loaders.generic import load_csv
+from schedlab.workload.loaders.gfs import load_gfs
+from schedlab.workload.loaders.helios import load_helios
+from schedlab.workload.loaders.openb import load_openb
+from schedlab.workload.loaders.pai import load_pai
+from schedlab.workload.loaders.philly import load_philly
+from schedlab.workload.loaders.pollux import load_pollux_philly
+from schedlab.workload.loaders.tiresias import load_tiresias
+from schedlab.workload.schema import Workload
+
+
+@dataclass(frozen=True)
+class LoaderInfo:
+    """A registered trace format."""
+
+    name: str
+    description: str
+    function: Callable[..., Workload]
+
+    @property
+    def options(self) -> tuple[str, ...]:
+        """Names of the keyword options the loader accepts."""
+        params = inspect.signature(self.function).parameters.values()
+        return tuple(p.name for p in params if p.kind is inspect.Parameter.KEYWORD_ONLY)
+
+
+def _registry(*infos: LoaderInfo) -> MappingProxyType[str, LoaderInfo]:
+    return MappingProxyType({info.name: info for info in infos})
+
+
+LOADERS: MappingProxyType[str, LoaderInfo] = _registry(
+    LoaderInfo("helios", "SenseTime Helios cluster_log.csv (SC '21)", load_helios),
+    LoaderInfo(
+        "philly",
+        "Microsoft Philly cluster_job_log JSON, or a Philly-derived CSV (Tiresias/Chronus, Pollux), detected",
+        load_philly,
+    ),
+    LoaderInfo("tiresias", "Tiresias / Chronus job CSV (job_id, num_gpu, submit_time, duration)", load_tiresias),
+    LoaderInfo(
+        "pollux-philly", "Pollux's Philly excerpt philly.csv (timestamp, duration, num_gpus, cluster)", load_pollux_philly
+    ),
+    LoaderInfo("gfs", "Alibaba GFS spot-GPU job_info_df.csv (ASPLOS '26)", load_gfs),
+    LoaderInfo("pai", "Alibaba PAI 2020 pai_job_table + pai_task_table (NSDI '22)", load_pai),
+    LoaderInfo("openb", "Alibaba 2023 openb_pod_list_*.csv GPU-sharing pods (ATC '23)", load_openb),
+    LoaderInfo("elasticflow", "Microsoft ITP cluster*.csv from ElasticFlow (ASPLOS '23)", load_elasticflow),
+    LoaderInfo(
+        "csv", "generic CSV with a column mapping (options columns, time_unit, time_format, skip_cpu_jobs)", load_csv
+    ),
+)
+
+
+def load_trace(path: str | Path, fmt: str, **options: Any) -> Workload:
+    """Load the trace at ``path`` in format ``fmt`` (a key of :data:`LOADERS`)."""
+    info = LOADERS.get(fmt)
+    if info is None:
+        raise ConfigError(f"unknown trace format {fmt!r}; known formats: {', '.join(LOADERS)}")
+    unknown = sorted(set(options) - set(info.options))
+    if unknown:
+        accepted = ", ".join(info.options) or "none"
+        raise ConfigError(f"format {fmt!r} has no option(s) {unknown}; it accepts: {accepted}")
+    path = Path(path)
+    if not path.exists():
+        raise InputError("file not found", file=str(path))
+    return info.function(path, **options)
+
+
+__all__ = ["LOADERS", "LoaderInfo", "load_trace"]

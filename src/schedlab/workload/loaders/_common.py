@@ -1,0 +1,180 @@
+"""Helpers shared by the trace loaders: reading, parsing with row-exact errors, skipping, finishing.
+
+Row numbers are 1-based data rows of the source file (the first record after the header is row 1;
+blank lines are not rows); every helper carries them along so an error names the row a user can find.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+
+from schedlab.errors import InputError
+from schedlab.workload.schema import Workload, canonical_frame
+
+# Columns holding absolute workload times; they move together when submit times are shifted to 0.
+_ABSOLUTE_TIME_COLUMNS = ("submit_s", "deadline_s")
+
+
+def read_csv(
+    path: Path,
+    *,
+    required: Sequence[str],
+    optional: Sequence[str] = (),
+    names: Sequence[str] | None = None,
+) -> pd.DataFrame:
+    """Read the ``required`` and present ``optional`` columns of a CSV file (pyarrow engine).
+
+    With ``names`` the file is headerless and ``names`` are its columns in order.
+    Raises :class:`InputError` (file and field, no row: the header is at fault) for a missing column.
+    """
+    source = str(path)
+    raw = header(path) if names is None else list(names)
+    columns = [c.strip() for c in raw]
+    for col in required:
+        if col not in columns:
+            raise InputError(f"required column is missing (the file has {columns})", file=source, field=col)
+    wanted = set(required) | set(optional)
+    usecols = [r for r, c in zip(raw, columns) if c in wanted]
+    if names is None:
+        frame = _read(path, usecols=usecols)
+    else:
+        frame = _read(path, header=None, names=raw)[usecols]
+    return frame.rename(columns=lambda c: c.strip())
+
+
+def header(path: Path) -> list[str]:
+    """The column names of a CSV file, as written."""
+    try:
+        return [str(c) for c in pd.read_csv(path, nrows=0).columns]
+    except (pd.errors.EmptyDataError, pd.errors.ParserError, UnicodeDecodeError) as err:
+        raise InputError(f"not a readable CSV file: {err}", file=str(path)) from None
+
+
+def _read(path: Path, usecols: list[str] | None = None, **options: object) -> pd.DataFrame:
+    """Read with the pyarrow engine; on a parse error re-read with the C engine, whose errors name the line."""
+    try:
+        return pd.read_csv(path, engine="pyarrow", usecols=usecols, **options)
+    except (pa.ArrowInvalid, ValueError):
+        try:
+            frame = pd.read_csv(path, engine="c", **options)
+        except (ValueError, UnicodeDecodeError) as err:
+            raise InputError(f"not a readable CSV file: {err}", file=str(path)) from None
+        return frame if usecols is None else frame[usecols]
+
+
+def numbers(values: pd.Series, *, source: str, rows: np.ndarray, field: str) -> np.ndarray:
+    """Values as float64; blanks become NaN, anything else unparsable raises :class:`InputError`."""
+    if values.dtype.kind in "fiub":
+        return values.to_numpy(dtype=np.float64)
+    parsed = pd.to_numeric(values, errors="coerce").to_numpy(dtype=np.float64)
+    _fail_unparsable(values, np.isnan(parsed), source=source, rows=rows, field=field, what="a number")
+    return parsed
+
+
+def datetimes(
+    values: pd.Series, *, source: str, rows: np.ndarray, field: str, fmt: str | None = None
+) -> pd.Series:
+    """Date strings as datetime64 (``fmt`` as for ``strftime``, ISO 8601 by default); blanks become NaT."""
+    parsed = pd.to_datetime(values, format=fmt or "ISO8601", errors="coerce")
+    _fail_unparsable(values, parsed.isna().to_numpy(), source=source, rows=rows, field=field, what="a date")
+    return parsed
+
+
+def seconds_since(stamps: pd.Series) -> tuple[np.ndarray, pd.Timestamp | None]:
+    """Seconds of each timestamp after the earliest one, and that earliest timestamp."""
+    origin = stamps.min()
+    if pd.isna(origin):
+        return np.full(len(stamps), np.nan), None
+    return ((stamps - origin) / pd.Timedelta(seconds=1)).to_numpy(dtype=np.float64), pd.Timestamp(origin)
+
+
+def blank(values: pd.Series) -> np.ndarray:
+    """True where a value is missing or an empty string."""
+    missing = values.isna().to_numpy()
+    if values.dtype.kind in "fiubmM":
+        return missing
+    return missing | (values.astype(str).str.strip() == "").to_numpy()
+
+
+def per_value(values: pd.Series, func: Callable[[object], object]) -> np.ndarray:
+    """``func`` applied to each distinct value (``None`` for missing), spread back over the rows."""
+    codes, uniques = pd.factorize(values, use_na_sentinel=True)
+    results = np.empty(len(uniques) + 1, dtype=object)
+    results[:] = [func(u) for u in uniques] + [func(None)]
+    return results[codes]
+
+
+def lower_str(values: pd.Series) -> np.ndarray:
+    """Values as stripped lower-case strings ("" for missing)."""
+    return per_value(values, lambda v: "" if v is None else str(v).strip().lower())
+
+
+def map_states(values: pd.Series, mapping: Mapping[str, str]) -> np.ndarray:
+    """Trace states (case-insensitive, first word) mapped to canonical final states; others "unknown"."""
+
+    def state(value: object) -> str:
+        words = "" if value is None else str(value).lower().split()
+        return mapping.get(words[0], "unknown") if words else "unknown"
+
+    return per_value(values, state)
+
+
+def apply_skips(
+    frame: pd.DataFrame, rows: np.ndarray, reasons: Iterable[tuple[str, np.ndarray]]
+) -> tuple[pd.DataFrame, np.ndarray, dict[str, int]]:
+    """Drop rows flagged by each (reason, mask) in turn; a row is counted under its first reason."""
+    keep = np.ones(len(frame), dtype=bool)
+    skipped: dict[str, int] = {}
+    for reason, mask in reasons:
+        hit = keep & np.asarray(mask, dtype=bool)
+        count = int(hit.sum())
+        if count:
+            skipped[reason] = skipped.get(reason, 0) + count
+        keep &= ~hit
+    return frame.loc[keep].reset_index(drop=True), rows[keep], skipped
+
+
+def finish(
+    jobs: pd.DataFrame,
+    *,
+    source: str,
+    rows: np.ndarray,
+    origin: pd.Timestamp | None = None,
+    skipped: Mapping[str, int] | None = None,
+    meta: Mapping[str, object] | None = None,
+    fields: Mapping[str, str] | None = None,
+) -> Workload:
+    """Shift times so the earliest submit is 0, validate via :func:`canonical_frame`, wrap up.
+
+    ``jobs`` holds canonical columns (absolute times in seconds after ``origin``); ``fields`` maps
+    canonical column names to the source fields an error should name instead.
+    """
+    jobs = jobs.copy()
+    submit = pd.to_numeric(jobs["submit_s"], errors="coerce").to_numpy(dtype=np.float64)
+    finite = submit[np.isfinite(submit)]
+    shift = float(finite.min()) if finite.size else 0.0
+    for col in _ABSOLUTE_TIME_COLUMNS:
+        if col in jobs.columns:
+            jobs[col] = pd.to_numeric(jobs[col], errors="coerce") - shift
+    if origin is not None:
+        origin = origin + pd.Timedelta(seconds=shift)
+    try:
+        table = canonical_frame(jobs, source=source, row_numbers=rows)
+    except InputError as err:
+        names = dict(fields or {})
+        raise InputError(err.reason, file=err.file, row=err.row, field=names.get(err.field, err.field)) from None
+    return Workload(jobs=table, source=source, origin=origin, skipped=dict(skipped or {}), meta=dict(meta or {}))
+
+
+def _fail_unparsable(
+    values: pd.Series, failed: np.ndarray, *, source: str, rows: np.ndarray, field: str, what: str
+) -> None:
+    bad = np.flatnonzero(failed & ~blank(values))
+    if bad.size:
+        i = int(bad[0])
+        raise InputError(f"not {what}: {values.iloc[i]!r}", file=source, row=int(rows[i]), field=field)

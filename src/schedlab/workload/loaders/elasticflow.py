@@ -1,0 +1,42 @@
+"""Microsoft ITP job traces released with ElasticFlow (ASPLOS '23).
+
+Schema: README of github.com/microsoft/elasticflow-traces — ``raw-traces/cluster*.csv`` have
+``job_id, submission_time`` (s from the start of collection), ``duration`` (s), ``num_gpu``. The
+``elasticflow-traces`` variants add randomly generated columns, which are ignored.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from schedlab.workload.loaders._common import apply_skips, finish, numbers, read_csv
+from schedlab.workload.schema import Workload
+
+_REQUIRED = ("job_id", "submission_time", "duration", "num_gpu")
+
+
+def load_elasticflow(path: Path) -> Workload:
+    """Load an ITP cluster trace (seconds since collection start; CPU jobs skipped)."""
+    source = str(path)
+    raw = read_csv(path, required=_REQUIRED)
+    rows = np.arange(1, len(raw) + 1)
+    gpus = numbers(raw["num_gpu"], source=source, rows=rows, field="num_gpu")
+    raw, rows, skipped = apply_skips(raw.assign(num_gpu=gpus), rows, [("cpu_job", gpus == 0)])
+    jobs = pd.DataFrame(
+        {
+            "job_id": raw["job_id"],
+            "submit_s": numbers(raw["submission_time"], source=source, rows=rows, field="submission_time"),
+            "num_gpus": raw["num_gpu"],
+            "duration_s": numbers(raw["duration"], source=source, rows=rows, field="duration"),
+        }
+    )
+    return finish(
+        jobs,
+        source=source,
+        rows=rows,
+        skipped=skipped,
+        fields={"submit_s": "submission_time", "num_gpus": "num_gpu", "duration_s": "duration"},
+    )

@@ -1,0 +1,136 @@
+"""Microsoft Philly traces: the ``cluster_job_log`` JSON and the Philly-derived CSVs.
+
+Schema: README of github.com/msr-fiddle/philly-traces (ATC '19) — a JSON list of jobs with
+``status`` (``Pass``, ``Killed``, ``Failed``), ``vc``, ``jobid``, ``attempts`` (each with
+``start_time``, ``end_time`` and ``detail``: a list of ``{"ip", "gpus": [...]}``), ``submitted_time``
+and ``user``; times are ``YYYY-MM-DD HH:MM:SS`` strings. A job may have no attempts, an attempt may
+lack a start or end time, and a missing end on the last attempt means the job was still running.
+
+Duration = last attempt's end − earliest recorded attempt start (the span of all attempts, gaps
+between retries included, as the trace's own analysis measures run time). GPUs = the GPUs listed in
+the detail of the last attempt that has any (``meta["gpu_count_changed"]`` counts jobs whose attempts
+used different counts). Skipped: jobs without attempts, without GPUs, without a start time, still
+running, or that ran for 0 s.
+
+CSV files are recognised by their columns and handed to :mod:`.tiresias` (Tiresias/Chronus) or
+:mod:`.pollux` (Pollux's ``philly.csv``).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from schedlab.errors import InputError
+from schedlab.workload.loaders import pollux, tiresias
+from schedlab.workload.loaders._common import apply_skips, datetimes, finish, header, map_states, seconds_since
+from schedlab.workload.schema import Workload
+
+_STATES = {"pass": "completed", "killed": "cancelled", "failed": "failed"}
+_FIELDS = ("jobid", "user", "vc", "status", "submitted", "start", "end", "gpus", "attempts", "changed")
+
+
+def load_philly(path: Path) -> Workload:
+    """Load a Philly trace: the ``cluster_job_log`` JSON, or a Tiresias/Chronus or Pollux CSV."""
+    path = Path(path)
+    if _looks_like_json(path):
+        return load_philly_json(path)
+    columns = {c.strip() for c in header(path)}
+    if set(tiresias.REQUIRED) <= columns:
+        return tiresias.load_tiresias(path)
+    if set(pollux.REQUIRED) <= columns:
+        return pollux.load_pollux_philly(path)
+    raise InputError(
+        f"not a known Philly CSV: expected the columns {list(tiresias.REQUIRED)} (Tiresias/Chronus) "
+        f"or {list(pollux.REQUIRED)} (Pollux); the file has {sorted(columns)}",
+        file=str(path),
+    )
+
+
+def load_philly_json(path: Path) -> Workload:
+    """Load the Philly ``cluster_job_log`` JSON (one row per job; row N = the N-th job of the list)."""
+    source = str(path)
+    with open(path, encoding="utf-8") as fh:
+        try:
+            records = json.load(fh)
+        except json.JSONDecodeError as err:
+            raise InputError(f"not valid JSON: {err}", file=source) from None
+    if not isinstance(records, list):
+        raise InputError("expected a JSON list of jobs", file=source)
+    flat = [_flatten(job, source=source, row=i + 1) for i, job in enumerate(records)]
+    raw = pd.DataFrame(flat, columns=list(_FIELDS))
+    rows = np.arange(1, len(raw) + 1)
+    gpus = raw["gpus"].to_numpy(dtype=np.float64)
+    raw, rows, skipped = apply_skips(
+        raw,
+        rows,
+        [
+            ("no_attempts", raw["attempts"].to_numpy() == 0),
+            ("cpu_job", gpus == 0),
+            ("no_start_time", raw["start"].isna().to_numpy()),
+            ("still_running", raw["end"].isna().to_numpy()),
+        ],
+    )
+    submitted = datetimes(raw["submitted"], source=source, rows=rows, field="submitted_time")
+    start = datetimes(raw["start"], source=source, rows=rows, field="attempts")
+    end = datetimes(raw["end"], source=source, rows=rows, field="attempts")
+    duration = ((end - start) / pd.Timedelta(seconds=1)).to_numpy(dtype=np.float64)
+    raw = raw.assign(duration=duration, submitted=submitted)
+    raw, rows, zero = apply_skips(raw, rows, [("zero_duration", duration == 0)])
+    skipped.update(zero)
+    submit, origin = seconds_since(raw["submitted"])
+    jobs = pd.DataFrame(
+        {
+            "job_id": raw["jobid"],
+            "submit_s": submit,
+            "user": raw["user"],
+            "tenant": raw["vc"],
+            "num_gpus": raw["gpus"],
+            "duration_s": raw["duration"],
+            "final_state": map_states(raw["status"], _STATES),
+        }
+    )
+    return finish(
+        jobs,
+        source=source,
+        rows=rows,
+        origin=origin,
+        skipped=skipped,
+        meta={"gpu_count_changed": int(raw["changed"].sum())},
+        fields={"job_id": "jobid", "submit_s": "submitted_time", "duration_s": "attempts", "final_state": "status"},
+    )
+
+
+def _looks_like_json(path: Path) -> bool:
+    with open(path, "rb") as fh:
+        head = fh.read(256).lstrip()
+    return head[:1] in (b"[", b"{")
+
+
+def _flatten(job: Any, *, source: str, row: int) -> dict[str, Any]:
+    """One job's fields, earliest attempt start, last attempt end and GPU count."""
+    if not isinstance(job, dict):
+        raise InputError("a job must be a JSON object", file=source, row=row)
+    attempts = job.get("attempts") or []
+    if not isinstance(attempts, list) or not all(isinstance(a, dict) for a in attempts):
+        raise InputError("attempts must be a list of objects", file=source, row=row, field="attempts")
+    starts = [str(a["start_time"]) for a in attempts if a.get("start_time")]
+    counts = [sum(len(d.get("gpus") or []) for d in (a.get("detail") or [])) for a in attempts]
+    used = [c for c in counts if c > 0]
+    return {
+        "jobid": job.get("jobid"),
+        "user": job.get("user"),
+        "vc": job.get("vc"),
+        "status": job.get("status"),
+        "submitted": job.get("submitted_time"),
+        "start": min(starts) if starts else None,  # "YYYY-MM-DD HH:MM:SS" sorts in time order
+        "end": (attempts[-1].get("end_time") or None) if attempts else None,
+        "gpus": float(used[-1]) if used else 0.0,
+        "attempts": len(attempts),
+        "changed": len(set(used)) > 1,
+    }
+

@@ -1,0 +1,646 @@
+"""Synthetic workloads calibrated to published statistics of real GPU-cluster traces.
+
+``generate(profile, n_jobs, seed=...)`` returns a canonical :class:`Workload`. Every profile in
+:data:`PROFILES` is a frozen dataclass whose docstring says which statistic each number reproduces
+and where it was published; nothing is read from disk at run time.
+
+How a job is made (all steps vectorised, one ``numpy.random.Generator`` passed down):
+
+1. its tenant (VC / organisation) from the tenant shares, its user from a Zipf law inside the
+   tenant, and one of the user's name templates;
+2. its shape (GPUs, or workers x GPUs per worker, and a GPU type that has nodes big enough);
+3. its duration: a lognormal mixture x a per-template factor (so jobs of one user with similar
+   names have correlated durations) x ``num_gpus ** size_exponent``;
+4. the span of the arrival window, chosen so that the offered load ``sum(num_gpus * duration) /
+   (cluster_gpus * span)`` equals ``load``;
+5. its submit time from the tenant's non-homogeneous Poisson process (hour-of-week intensity:
+   an hour-of-day shape and a weekend factor, with a per-tenant phase and amplitude);
+6. its final state, whose odds tilt with the job's GPU-time rank so that both the per-job and the
+   per-GPU-second state shares of the source trace are reproduced.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from types import MappingProxyType
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from schedlab.errors import ConfigError
+from schedlab.workload.schema import COLUMNS, Workload, validate
+
+HOUR_S = 3600.0
+WEEK_H = 168
+
+_NAME_WORDS = (
+    "resnet", "bert", "gpt", "vit", "llama", "swin", "yolo", "ppo", "dit", "t5", "clip", "mae",
+    "unet", "lstm", "detr", "moe", "sam", "wav2vec", "deberta", "mask_rcnn", "nerf", "rec", "asr", "ocr",
+)
+_NAME_STAGES = ("pretrain", "finetune", "eval", "sweep", "debug", "distill", "infer", "ablation")
+
+
+def _check_probs(probs: tuple[float, ...], what: str, length: int | None = None) -> None:
+    if length is not None and len(probs) != length:
+        raise ConfigError(f"{what}: expected {length} values, got {len(probs)}")
+    if len(probs) == 0 or min(probs) < 0 or abs(sum(probs) - 1.0) > 1e-6:
+        raise ConfigError(f"{what}: need non-negative values summing to 1 (got {probs})")
+
+
+@dataclass(frozen=True)
+class LognormalMix:
+    """A mixture of lognormals: component weights, medians (s) and log-space standard deviations."""
+
+    weights: tuple[float, ...]
+    medians_s: tuple[float, ...]
+    sigmas: tuple[float, ...]
+
+    def __post_init__(self) -> None:
+        if not len(self.weights) == len(self.medians_s) == len(self.sigmas):
+            raise ConfigError("LognormalMix: weights, medians_s and sigmas need the same length")
+        _check_probs(self.weights, "LognormalMix.weights")
+
+    def sample(self, rng: np.random.Generator, comp: np.ndarray) -> np.ndarray:
+        """One draw per entry of ``comp``, each from the component it names."""
+        n = comp.size
+        mu = np.log(np.asarray(self.medians_s, dtype=float))[comp]
+        return np.exp(mu + np.asarray(self.sigmas, dtype=float)[comp] * rng.standard_normal(n))
+
+
+@dataclass(frozen=True)
+class JobClass:
+    """One priority class: its share of jobs and the shape of its jobs.
+
+    ``gpu_values``/``gpu_probs`` are GPUs per job, or GPUs per worker when ``per_worker`` (then
+    ``gpus_per_worker`` is set, and a ``gang_share`` of the jobs get 2+ workers drawn from
+    ``worker_values``/``worker_probs``; gang workers never take a fraction of a GPU).
+    """
+
+    name: str = "default"
+    share: float = 1.0
+    gpu_values: tuple[float, ...] = (1.0, 2.0, 4.0, 8.0)
+    gpu_probs: tuple[float, ...] = (0.5, 0.2, 0.2, 0.1)
+    per_worker: bool = False
+    gang_share: float = 0.0
+    worker_values: tuple[int, ...] = (2, 4, 8, 16, 32)
+    worker_probs: tuple[float, ...] = (0.45, 0.30, 0.15, 0.07, 0.03)
+
+    def __post_init__(self) -> None:
+        _check_probs(self.gpu_probs, f"class {self.name!r} gpu_probs", len(self.gpu_values))
+        _check_probs(self.worker_probs, f"class {self.name!r} worker_probs", len(self.worker_values))
+        if self.gang_share > 0 and not self.per_worker:
+            raise ConfigError(f"class {self.name!r}: gang_share needs per_worker GPU values")
+
+
+@dataclass(frozen=True)
+class Profile:
+    """Parameters of a synthetic workload (the base values form the small ``simple`` profile).
+
+    ``simple``: homogeneous Poisson arrivals, one lognormal duration with sigma 1 (an
+    exponential-like spread, median 30 min), 1/2/4/8 GPUs with shares 50/20/20/10 %, 4 tenants,
+    64 GPUs at load 0.8. Not calibrated to a trace; meant for quick runs and tests.
+    """
+
+    name: str = "simple"
+    origin: str = "2024-01-01"  # a Monday at midnight; the start of the arrival window
+    cluster_gpus: int = 64
+    load: float = 0.8
+    classes: tuple[JobClass, ...] = (JobClass(),)
+    duration: LognormalMix = LognormalMix((1.0,), (1800.0,), (1.0,))
+    size_exponent: float = 0.0  # duration x num_gpus ** size_exponent (num_gpus >= 1)
+    min_duration_s: float = 1.0
+    max_duration_s: float = 7 * 86400.0
+    hourly: tuple[float, ...] = (1.0,) * 24  # relative arrival intensity by hour of day
+    weekend_factor: float = 1.0  # Saturday/Sunday intensity relative to weekdays
+    tenants: tuple[str, ...] = ("t0", "t1", "t2", "t3")
+    tenant_weights: tuple[float, ...] = (0.4, 0.3, 0.2, 0.1)
+    tenant_phase_sd_h: float = 0.0  # per-tenant shift of the daily shape (hours, normal sd)
+    tenant_amplitude: tuple[float, float] = (1.0, 1.0)  # per-tenant depth of the daily shape, uniform range
+    tenant_weekend: tuple[float, float] | None = None  # per-tenant weekend factor range (None: weekend_factor)
+    users_per_tenant: int = 4
+    user_zipf: float = 1.0  # job share of a tenant's r-th user ~ r ** -user_zipf
+    templates_per_user: int = 3
+    template_sigma: float = 0.5  # log-sd of the duration factor shared by one name template
+    template_affinity: float = 0.8  # chance a job takes its template's duration component (else a random one)
+    states: tuple[str, ...] = ("completed",)
+    state_weights: tuple[float, ...] = (1.0,)
+    state_tilts: tuple[float, ...] = (0.0,)  # odds = state_weights * exp(tilt * GPU-time quantile)
+    cpus_per_gpu: float = 4.0
+    gpu_types: tuple[str, ...] = ()
+    gpu_type_weights: tuple[float, ...] = ()
+    gpu_type_max_per_worker: tuple[float, ...] = ()  # GPUs of the type's largest node
+
+    def __post_init__(self) -> None:
+        _check_probs(tuple(c.share for c in self.classes), f"profile {self.name!r} class shares")
+        _check_probs(self.tenant_weights, f"profile {self.name!r} tenant_weights", len(self.tenants))
+        if len(self.hourly) != 24 or min(self.hourly) <= 0:
+            raise ConfigError(f"profile {self.name!r}: hourly needs 24 positive values")
+        if not len(self.states) == len(self.state_weights) == len(self.state_tilts):
+            raise ConfigError(f"profile {self.name!r}: states, state_weights and state_tilts differ in length")
+        if not len(self.gpu_types) == len(self.gpu_type_weights) == len(self.gpu_type_max_per_worker):
+            raise ConfigError(f"profile {self.name!r}: gpu_types, weights and max_per_worker differ in length")
+        if self.cluster_gpus <= 0 or self.load <= 0:
+            raise ConfigError(f"profile {self.name!r}: cluster_gpus and load must be positive")
+
+    def class_counts(self, n_jobs: int) -> tuple[int, ...]:
+        """Jobs per class for ``n_jobs`` (largest-remainder rounding of the class shares)."""
+        return _apportion(n_jobs, tuple(c.share for c in self.classes))
+
+    def load_weights(self) -> tuple[float, ...]:
+        """How much each class's GPU time counts towards the target load."""
+        return (1.0,) * len(self.classes)
+
+
+# Hourly GPU-job submissions of Venus, Apr-Sep 2020, relative to their mean (hour 0..23), from
+# lucid/data/Venus/cluster_throughput.csv (column submit_gpu_job averaged by hour of day).
+_VENUS_HOURLY = (
+    0.897, 0.658, 0.600, 0.384, 0.268, 0.205, 0.187, 0.224, 0.374, 0.796, 1.295, 1.474,
+    1.164, 1.299, 1.559, 1.656, 1.734, 1.733, 1.282, 1.313, 1.345, 1.364, 1.149, 1.038,
+)
+
+
+@dataclass(frozen=True)
+class VenusProfile(Profile):
+    """Helios Venus (SenseTime, SC '21), alias ``helios``; origin 2020-09-01 (Lucid's Venus-September window).
+
+    - cluster_gpus 1,064: Venus VC sizes summed on 2020-09-01 (HeliosData
+      ``Venus/cluster_gpu_number.csv``; 16 non-empty VCs, used as tenants weighted by size).
+    - GPU mix 1: 48.6 %, 2: 5 %, 4: 7.5 %, 8: 26.8 %, 16: 6 %, 24: 1.5 %, 32: 3 %, 64: 1 %, 128: 0.6 %
+      (mean 6.7, median 1): shape from the 3,109 ten-minute bins of Lucid's Venus
+      ``cluster_throughput.csv`` holding exactly one GPU-job submission (that job's GPU count),
+      tail raised so the mean meets Helios ``avg_gpu_num`` 6.736 (``helios_cluster_summary.csv``).
+    - durations: a two-lognormal mixture and ``size_exponent`` fitted to the Venus GPU-job median
+      204 s, mean 13,041 s and GPU time per job 98,540 GPU-s (= total GPU time / GPU jobs, i.e.
+      E[g d] / (E[g] E[d]) = 1.12) of ``helios_cluster_summary.csv``; capped at 4.32e6 s (Helios
+      ``max_run_time_gpu`` in AcmeTrace ``cluster_summary.csv``).
+    - arrivals: hour-of-day shape (peak/trough 9.3) and weekend factor 0.65 (weekend vs weekday
+      mean submissions) from Lucid's ``cluster_throughput.csv``.
+    - final states: completed 52.6 / cancelled 27.2 / failed 20.2 % of GPU jobs, and 51.6 / 39.9 /
+      8.5 % of GPU time (Venus row of ``helios_cluster_summary.csv``); the tilts reproduce both.
+    - users (20 per VC, Zipf 1.3), name templates and ``cpus_per_gpu`` are assumptions.
+    """
+
+    name: str = "venus"
+    origin: str = "2020-09-01"
+    cluster_gpus: int = 1064
+    load: float = 0.8
+    classes: tuple[JobClass, ...] = (
+        JobClass(
+            gpu_values=(1.0, 2.0, 4.0, 8.0, 16.0, 24.0, 32.0, 64.0, 128.0),
+            gpu_probs=(0.486, 0.05, 0.075, 0.268, 0.06, 0.015, 0.03, 0.01, 0.006),
+        ),
+    )
+    duration: LognormalMix = LognormalMix((0.6, 0.4), (55.42, 4309.0), (1.2, 1.8))
+    size_exponent: float = 0.0883
+    min_duration_s: float = 1.0
+    max_duration_s: float = 4.32e6
+    hourly: tuple[float, ...] = _VENUS_HOURLY
+    weekend_factor: float = 0.654
+    tenants: tuple[str, ...] = (
+        "vcJsw", "vcvGl", "vcKeu", "vcYVn", "vcefl", "vcEwI", "vcWoR", "vcHvQ",
+        "vcLTP", "vc8Gr", "vcKrE", "vchbv", "vchA3", "vcJLV", "vcvlY", "vcgkz",
+    )
+    tenant_weights: tuple[float, ...] = tuple(
+        g / 1064 for g in (200, 160, 96, 88, 80, 72, 64, 64, 64, 48, 32, 32, 24, 16, 16, 8)
+    )
+    users_per_tenant: int = 20
+    user_zipf: float = 1.3
+    templates_per_user: int = 8
+    template_sigma: float = 0.8
+    template_affinity: float = 0.6
+    states: tuple[str, ...] = ("completed", "cancelled", "failed")
+    state_weights: tuple[float, ...] = (0.4793, 0.1506, 0.3701)
+    state_tilts: tuple[float, ...] = (0.0, 0.919, -1.581)
+    cpus_per_gpu: float = 6.0
+
+
+@dataclass(frozen=True)
+class PhillyProfile(Profile):
+    """Microsoft Philly (ATC '19 trace, Sep-Dec 2017); origin 2017-09-04, the excerpt's first day.
+
+    - GPU mix 1: 93.17 %, 2: 2.21 %, 4: 2.27 %, 8: 2.00 %, 12/24: 0.0085 %, 16: 0.24 %, 32: 0.08 %,
+      64: 0.007 %, 128: 0.004 %; 15 VCs with their job shares: all from the 82,247-job excerpt
+      ``pollux/simulator/traces/philly.csv``.
+    - durations: a two-lognormal mixture and ``size_exponent`` fitted to that excerpt's median
+      1,144 s, p90 11,265 s, p99 254,758 s, mean 13,136 s and GPU time per job 42,811 GPU-s.
+    - cluster_gpus 2,816: the 352 eight-GPU nodes of Helios' QSSF Philly setup
+      (``helios-artifact/philly_vc.csv``).
+    - arrivals: hour-of-day shape and weekend factor 0.52 from the excerpt's submit timestamps.
+    - final states: completed 60.4 / cancelled 9.0 / failed 30.5 % of jobs and 32.1 / 29.4 / 38.6 %
+      of GPU time (Philly row of AcmeTrace ``cluster_summary.csv``).
+    - users (60 per VC), name templates and ``cpus_per_gpu`` are assumptions.
+    """
+
+    name: str = "philly"
+    origin: str = "2017-09-04"
+    cluster_gpus: int = 2816
+    load: float = 0.8
+    classes: tuple[JobClass, ...] = (
+        JobClass(
+            gpu_values=(1.0, 2.0, 4.0, 8.0, 12.0, 16.0, 24.0, 32.0, 64.0, 128.0),
+            gpu_probs=(0.931669, 0.022104, 0.022736, 0.019976, 0.000085, 0.002420, 0.000085, 0.000815,
+                       0.000073, 0.000037),
+        ),
+    )
+    duration: LognormalMix = LognormalMix((0.848, 0.152), (871.7, 13977.0), (0.792, 1.671))
+    size_exponent: float = 0.962
+    min_duration_s: float = 1.0
+    max_duration_s: float = 4.63e6
+    hourly: tuple[float, ...] = (
+        1.274, 0.985, 1.119, 1.103, 0.700, 1.153, 1.673, 2.089, 1.109, 1.006, 1.024, 0.869,
+        0.749, 0.705, 0.638, 0.649, 0.882, 0.668, 0.801, 0.728, 1.016, 0.917, 1.134, 1.010,
+    )
+    weekend_factor: float = 0.52
+    tenants: tuple[str, ...] = (
+        "6214e9", "11cb48", "6c71a0", "b436b2", "103959", "ee9e8c", "0e4a51", "ed69ec",
+        "7f04ca", "2869ce", "e13805", "23dbec", "51b7ef", "925e2b", "795a4c",
+    )
+    tenant_weights: tuple[float, ...] = tuple(
+        c / 82247
+        for c in (41226, 16091, 9953, 7423, 1934, 1511, 1435, 1137, 723, 422, 374, 8, 4, 3, 3)
+    )
+    users_per_tenant: int = 60
+    user_zipf: float = 1.0
+    templates_per_user: int = 8
+    template_sigma: float = 0.6
+    template_affinity: float = 0.6
+    states: tuple[str, ...] = ("completed", "cancelled", "failed")
+    state_weights: tuple[float, ...] = (0.8253, 0.0068, 0.168)
+    state_tilts: tuple[float, ...] = (0.0, 4.801, 1.82)
+    cpus_per_gpu: float = 6.0
+
+
+# GPU models of the GFS inventory (alibaba-spot-gpu-v2026/node_info_df.csv): GPUs per model and the
+# largest node of each (A10 nodes have 1 GPU; GPU-series-1 has 1-, 4- and 8-GPU nodes; the rest 8).
+_GFS_TYPES = ("A100-SXM4-80GB", "A10", "H800", "GPU-series-1", "GPU-series-2", "A800-SXM4-80GB")
+_GFS_TYPE_GPUS = (3456, 2494, 1752, 1558, 976, 176)
+
+
+@dataclass(frozen=True)
+class GfsProfile(Profile):
+    """Alibaba GFS spot-GPU trace (ASPLOS '26, arXiv 2509.11134); origin 2025-06-02 is nominal.
+
+    - classes: "hp" 83.9 % and "spot" 16.1 % of jobs; multi-worker (gang) jobs are 8.66 % of HP
+      and 27.26 % of spot jobs (figures of the paper's trace table as given in the project brief;
+      the table itself could not be read here). ``spot_scale`` (1, 2, 4 = low / medium / high spot
+      workload) multiplies the number of spot jobs and leaves the HP jobs unchanged.
+    - GPUs per worker <1 (0.5), 1, 2, 4, 8 with assumed shares (the paper reports LLM work asking
+      for whole cards); gang sizes 2-32 workers, assumed.
+    - gpu_type: the six models of ``node_info_df.csv`` in proportion to their GPUs (10,412 in
+      all = cluster_gpus); a worker never asks for more GPUs than the model's largest node.
+    - durations: one lognormal through the paper's runtime P90 6.4 h and P99 19.8 days
+      (its median, about 2 min, follows; the paper's median was not available), capped at 90 days.
+    - tenants: 119 organisations (dataset README) with Zipf(1) shares; each has its own diurnal
+      phase (sd 3 h), amplitude and weekend factor around the Venus daily shape (assumption).
+    - final states are not in the trace: "unknown". Users and ``cpus_per_gpu`` (16 = 128 vCPUs /
+      8 GPUs of an A100 node) are assumptions.
+    """
+
+    name: str = "gfs"
+    origin: str = "2025-06-02"
+    cluster_gpus: int = 10412
+    load: float = 0.7
+    classes: tuple[JobClass, ...] = (
+        JobClass(
+            name="hp",
+            share=0.839,
+            gpu_values=(0.5, 1.0, 2.0, 4.0, 8.0),
+            gpu_probs=(0.15, 0.50, 0.10, 0.08, 0.17),
+            per_worker=True,
+            gang_share=0.0866,
+        ),
+        JobClass(
+            name="spot",
+            share=0.161,
+            gpu_values=(0.5, 1.0, 2.0, 4.0, 8.0),
+            gpu_probs=(0.25, 0.45, 0.10, 0.08, 0.12),
+            per_worker=True,
+            gang_share=0.2726,
+        ),
+    )
+    duration: LognormalMix = LognormalMix((1.0,), (115.4,), (4.015,))
+    size_exponent: float = 0.0
+    min_duration_s: float = 1.0
+    max_duration_s: float = 90 * 86400.0
+    hourly: tuple[float, ...] = _VENUS_HOURLY
+    weekend_factor: float = 0.7
+    tenants: tuple[str, ...] = tuple(f"org{i:03d}" for i in range(119))
+    tenant_weights: tuple[float, ...] = tuple(
+        (1.0 / r) / sum(1.0 / k for k in range(1, 120)) for r in range(1, 120)
+    )
+    tenant_phase_sd_h: float = 3.0
+    tenant_amplitude: tuple[float, float] = (0.2, 1.0)
+    tenant_weekend: tuple[float, float] | None = (0.4, 1.0)
+    users_per_tenant: int = 5
+    user_zipf: float = 1.0
+    templates_per_user: int = 3
+    template_sigma: float = 1.0
+    states: tuple[str, ...] = ("unknown",)
+    state_weights: tuple[float, ...] = (1.0,)
+    state_tilts: tuple[float, ...] = (0.0,)
+    cpus_per_gpu: float = 16.0
+    gpu_types: tuple[str, ...] = _GFS_TYPES
+    gpu_type_weights: tuple[float, ...] = tuple(g / 10412 for g in _GFS_TYPE_GPUS)
+    gpu_type_max_per_worker: tuple[float, ...] = (8.0, 1.0, 8.0, 8.0, 8.0, 8.0)
+    spot_scale: float = 1.0
+
+    def class_counts(self, n_jobs: int) -> tuple[int, ...]:
+        """HP and spot jobs at ``spot_scale`` 1, then the spot count multiplied by ``spot_scale``."""
+        base = super().class_counts(n_jobs)
+        return tuple(round(k * self.spot_scale) if c.name == "spot" else k for c, k in zip(self.classes, base))
+
+    def load_weights(self) -> tuple[float, ...]:
+        """The target load is met at ``spot_scale`` 1; extra spot jobs add load on top."""
+        return tuple(1.0 / self.spot_scale if c.name == "spot" else 1.0 for c in self.classes)
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if self.spot_scale <= 0:
+            raise ConfigError("profile 'gfs': spot_scale must be positive")
+
+
+PROFILES: Mapping[str, Profile] = MappingProxyType(
+    {
+        "simple": Profile(),
+        "uniform": Profile(),
+        "venus": VenusProfile(),
+        "helios": VenusProfile(),
+        "philly": PhillyProfile(),
+        "gfs": GfsProfile(),
+    }
+)
+
+
+def generate(
+    profile: str,
+    n_jobs: int,
+    *,
+    seed: int,
+    cluster_gpus: int | None = None,
+    load: float | None = None,
+    **overrides: object,
+) -> Workload:
+    """Generate ``n_jobs`` jobs of a named profile; the same arguments give the same frame.
+
+    ``cluster_gpus`` and ``load`` set the target offered load; ``overrides`` replace any other
+    profile field (e.g. ``spot_scale=2`` for ``gfs``). For ``gfs`` ``n_jobs`` counts the jobs at
+    ``spot_scale`` 1. Job ids are ``"<profile>-<i>"`` in submit order.
+    """
+    params = _resolve(profile, cluster_gpus, load, overrides)
+    if n_jobs < 1:
+        raise ConfigError(f"n_jobs must be at least 1 (got {n_jobs})")
+    rng = np.random.default_rng(seed)
+    shared_rng, *class_rngs = rng.spawn(1 + len(params.classes))
+    origin = pd.Timestamp(params.origin)
+    patterns = _tenant_patterns(shared_rng, params, origin)
+    n_keys = _n_template_keys(params)
+    templates = (
+        shared_rng.normal(0.0, params.template_sigma, n_keys),
+        _categorical(shared_rng, params.duration.weights, n_keys),
+    )
+    counts = params.class_counts(n_jobs)
+    parts = [
+        _class_jobs(r, params, ci, k, templates) for ci, (r, k) in enumerate(zip(class_rngs, counts))
+    ]
+    base_work = sum(w * float(np.sum(p["num_gpus"] * p["duration_s"])) for w, p in zip(params.load_weights(), parts))
+    span_s = base_work / (params.load * params.cluster_gpus)
+    for r, p in zip(class_rngs, parts):
+        p["submit_s"] = _arrival_times(r, p["tenant"], patterns, span_s)
+    jobs = {key: np.concatenate([p[key] for p in parts]) for key in parts[0]}
+    jobs["state"] = _final_states(shared_rng, params, jobs["num_gpus"] * jobs["duration_s"])
+    frame = _frame(params, jobs)
+    work = float(np.sum(jobs["num_gpus"] * jobs["duration_s"]))
+    meta = {
+        "generator": "schedlab.workload.synthetic",
+        "profile": params.name,
+        "seed": seed,
+        "n_jobs": len(frame),
+        "class_counts": {c.name: k for c, k in zip(params.classes, counts)},
+        "cluster_gpus": params.cluster_gpus,
+        "load": params.load,
+        "span_s": span_s,
+        "offered_load": work / (params.cluster_gpus * span_s) if span_s > 0 else float("nan"),
+        "params": dataclasses.asdict(params),
+    }
+    return Workload(jobs=frame, source=f"synthetic:{params.name}", origin=origin, meta=meta)
+
+
+def _resolve(name: str, cluster_gpus: int | None, load: float | None, overrides: dict[str, object]) -> Profile:
+    if name not in PROFILES:
+        raise ConfigError(f"unknown workload profile {name!r}; known: {sorted(PROFILES)}")
+    base = PROFILES[name]
+    changes = dict(overrides)
+    if cluster_gpus is not None:
+        changes["cluster_gpus"] = cluster_gpus
+    if load is not None:
+        changes["load"] = load
+    known = {f.name for f in dataclasses.fields(base)}
+    unknown = sorted(set(changes) - known)
+    if unknown:
+        raise ConfigError(f"profile {name!r} has no parameter {unknown[0]!r}; parameters: {sorted(known)}")
+    return dataclasses.replace(base, **changes)
+
+
+def _class_jobs(
+    rng: np.random.Generator, p: Profile, class_index: int, n: int, templates: tuple[np.ndarray, np.ndarray]
+) -> dict[str, np.ndarray]:
+    """Tenant, user, template, shape and duration of the ``n`` jobs of one class.
+
+    ``templates`` holds, per template key, the log duration factor and the preferred mixture
+    component (taken with probability ``template_affinity``; the mixture weights are kept).
+    """
+    jc = p.classes[class_index]
+    tenant = _categorical(rng, p.tenant_weights, n)
+    user = tenant * p.users_per_tenant + _categorical(rng, _zipf(p.users_per_tenant, p.user_zipf), n)
+    template = _categorical(rng, _zipf(p.templates_per_user, 1.0), n)
+    num_gpus, per_worker, gpu_type = _shapes(rng, p, jc, n)
+    key = _template_key(p, user, template, num_gpus)
+    effect, preferred = templates
+    comp = np.where(rng.random(n) < p.template_affinity, preferred[key], _categorical(rng, p.duration.weights, n))
+    base = p.duration.sample(rng, comp) * np.exp(effect[key])
+    duration = np.clip(base * np.maximum(num_gpus, 1.0) ** p.size_exponent, p.min_duration_s, p.max_duration_s)
+    return {
+        "tenant": tenant,
+        "user": user,
+        "template": key,
+        "num_gpus": num_gpus,
+        "gpus_per_worker": per_worker,
+        "gpu_type": gpu_type,
+        "duration_s": np.round(duration, 3),
+        "class": np.full(n, class_index),
+    }
+
+
+def _shapes(rng: np.random.Generator, p: Profile, jc: JobClass, n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Total GPUs, GPUs per worker (NaN unless per-worker) and GPU-type index (-1 = any)."""
+    if p.gpu_types:
+        gpu_type = _categorical(rng, p.gpu_type_weights, n)
+        node_max = np.asarray(p.gpu_type_max_per_worker, dtype=float)[gpu_type]
+    else:
+        gpu_type = np.full(n, -1)
+        node_max = np.full(n, np.inf)
+    values = np.asarray(jc.gpu_values, dtype=float)
+    if not jc.per_worker:
+        return values[_categorical(rng, jc.gpu_probs, n)], np.full(n, np.nan), gpu_type
+    gang = rng.random(n) < jc.gang_share
+    per_worker = np.empty(n)
+    for limit in np.unique(node_max):
+        for is_gang in (False, True):
+            rows = np.flatnonzero((node_max == limit) & (gang == is_gang))
+            allowed = (values <= limit) & ((values >= 1.0) | (not is_gang))
+            probs = np.where(allowed, jc.gpu_probs, 0.0)
+            if rows.size and probs.sum() == 0:
+                raise ConfigError(f"class {jc.name!r}: no GPUs-per-worker value fits nodes of {limit:g} GPUs")
+            if rows.size:
+                per_worker[rows] = values[_categorical(rng, tuple(probs / probs.sum()), rows.size)]
+    workers = np.where(gang, np.asarray(jc.worker_values)[_categorical(rng, jc.worker_probs, n)], 1)
+    return workers * per_worker, per_worker, gpu_type
+
+
+def _n_template_keys(p: Profile) -> int:
+    return len(p.tenants) * p.users_per_tenant * p.templates_per_user * _N_SIZE_CLASSES
+
+
+_N_SIZE_CLASSES = 16  # GPU-count classes 2**-3 .. 2**12 that split a user's template by job size
+
+
+def _template_key(p: Profile, user: np.ndarray, template: np.ndarray, num_gpus: np.ndarray) -> np.ndarray:
+    """One key per (user, template, GPU-count class): jobs sharing it share a name and a duration factor."""
+    size_class = np.clip(np.floor(np.log2(num_gpus)).astype(int) + 3, 0, _N_SIZE_CLASSES - 1)
+    return (user * p.templates_per_user + template) * _N_SIZE_CLASSES + size_class
+
+
+def _tenant_patterns(rng: np.random.Generator, p: Profile, origin: pd.Timestamp) -> np.ndarray:
+    """Arrival intensity of every tenant over the 168 hours of a week starting at ``origin``.
+
+    Rows are normalised to mean 1 (a tenant's job count is set by its share, its timing by the row).
+    """
+    if origin != origin.floor("h"):
+        raise ConfigError(f"profile {p.name!r}: origin must fall on a whole hour (got {p.origin})")
+    n_t = len(p.tenants)
+    shape = np.asarray(p.hourly, dtype=float) / np.mean(p.hourly)
+    phase = np.rint(rng.normal(0.0, p.tenant_phase_sd_h, n_t)).astype(int) if p.tenant_phase_sd_h > 0 else np.zeros(n_t, int)
+    amplitude = rng.uniform(*p.tenant_amplitude, n_t)
+    lo, hi = p.tenant_weekend if p.tenant_weekend is not None else (p.weekend_factor, p.weekend_factor)
+    weekend = rng.uniform(lo, hi, n_t)
+    hours = np.arange(WEEK_H) + origin.day_of_week * 24 + origin.hour  # hours since a Monday 00:00
+    daily = shape[(hours[None, :] - phase[:, None]) % 24]
+    rate = (1.0 + amplitude[:, None] * (daily - 1.0)) * np.where((hours % WEEK_H) >= 120, weekend[:, None], 1.0)
+    return rate / rate.mean(axis=1, keepdims=True)
+
+
+def _arrival_times(rng: np.random.Generator, tenant: np.ndarray, patterns: np.ndarray, span_s: float) -> np.ndarray:
+    """Submit times in [0, span_s): each job's tenant process, conditioned on the job count.
+
+    Given the count, the points of a Poisson process are i.i.d. with density proportional to the
+    intensity; they are drawn by inverting the cumulative intensity (piecewise linear by hour).
+    """
+    n_t = patterns.shape[0]
+    cum = np.concatenate([np.zeros((n_t, 1)), np.cumsum(patterns, axis=1)], axis=1)  # in rate-hours
+    per_week = cum[:, -1]
+    span_h = span_s / HOUR_S
+    full_weeks, rest_h = divmod(span_h, WEEK_H)
+    grid = np.arange(WEEK_H + 1, dtype=float)
+    total = full_weeks * per_week + np.array([np.interp(rest_h, grid, row) for row in cum])
+    u = rng.random(tenant.size) * total[tenant]
+    weeks = np.floor(u / per_week[tenant])
+    frac = np.minimum((u - weeks * per_week[tenant]) / per_week[tenant], np.nextafter(1.0, 0.0))
+    flat = (cum / per_week[:, None] + np.arange(n_t)[:, None]).ravel()
+    pos = np.clip(np.searchsorted(flat, frac + tenant, side="right") - 1, 0, flat.size - 2)
+    slot = pos - tenant * (WEEK_H + 1)
+    inside = (frac + tenant - flat[pos]) / (flat[pos + 1] - flat[pos])
+    hours = weeks * WEEK_H + slot + inside
+    return np.minimum(hours * HOUR_S, np.nextafter(span_s, 0.0)) if span_s > 0 else np.zeros(tenant.size)
+
+
+def _final_states(rng: np.random.Generator, p: Profile, gpu_time: np.ndarray) -> np.ndarray:
+    """State index per job: odds ``state_weights * exp(state_tilts * q)``, q = GPU-time quantile."""
+    n = gpu_time.size
+    q = np.empty(n)
+    q[np.argsort(gpu_time, kind="stable")] = (np.arange(n) + 0.5) / n
+    odds = np.asarray(p.state_weights)[None, :] * np.exp(np.asarray(p.state_tilts)[None, :] * q[:, None])
+    cum = np.cumsum(odds, axis=1)
+    u = rng.random(n) * cum[:, -1]
+    return np.minimum((cum < u[:, None]).sum(axis=1), len(p.states) - 1)
+
+
+def _frame(p: Profile, jobs: dict[str, np.ndarray]) -> pd.DataFrame:
+    """The canonical frame (all columns, canonical dtypes) in submit order, with ids and names."""
+    order = np.argsort(jobs["submit_s"], kind="stable")
+    jobs = {k: v[order] for k, v in jobs.items()}
+    n = order.size
+    users = [f"{t}/u{u:02d}" for t in p.tenants for u in range(p.users_per_tenant)]
+    nan = np.full(n, np.nan)
+    columns: dict[str, object] = {
+        "job_id": _numbered(pa.scalar(f"{p.name}-"), np.arange(n)),
+        "submit_s": jobs["submit_s"],
+        "user": _take(users, jobs["user"]),
+        "tenant": _take(p.tenants, jobs["tenant"]),
+        "name": _names(jobs["template"]),
+        "num_gpus": jobs["num_gpus"],
+        "gpus_per_worker": jobs["gpus_per_worker"],
+        "gpu_type": _take([*p.gpu_types, ""], jobs["gpu_type"] % (len(p.gpu_types) + 1)),
+        "duration_s": jobs["duration_s"],
+        "priority_class": _take([c.name for c in p.classes], jobs["class"]),
+        "num_cpus": np.maximum(1.0, np.ceil(jobs["num_gpus"] * p.cpus_per_gpu)),
+        "checkpoint_interval_s": nan,
+        "model": _take([""], np.zeros(n, dtype=int)),
+        "batch_size": nan,
+        "final_state": _take(p.states, jobs["state"]),
+        "deadline_s": nan,
+    }
+    frame = pd.DataFrame({col: columns[col] for col in COLUMNS})
+    validate(frame, source=f"synthetic:{p.name}")
+    return frame
+
+
+def _names(template: np.ndarray) -> pd.api.extensions.ExtensionArray:
+    """``<model>_<stage>_v<k>-<seq>``: a fixed stem per template key and a running number within it."""
+    keys, inverse = np.unique(template, return_inverse=True)
+    mixed = (keys.astype(np.uint64) * np.uint64(0x9E3779B97F4A7C15)) >> np.uint64(40)  # Fibonacci hashing
+    words, stages = len(_NAME_WORDS), len(_NAME_STAGES)
+    stems = [
+        f"{_NAME_WORDS[h % words]}_{_NAME_STAGES[h // words % stages]}_v{h // (words * stages) % 10}-"
+        for h in mixed.tolist()
+    ]
+    order = np.argsort(inverse, kind="stable")
+    sorted_keys = inverse[order]
+    starts = np.flatnonzero(np.r_[True, sorted_keys[1:] != sorted_keys[:-1]])
+    run_start = np.repeat(starts, np.diff(np.r_[starts, sorted_keys.size]))
+    seq = np.empty(template.size, dtype=np.int64)
+    seq[order] = np.arange(template.size) - run_start
+    return _numbered(pa.array(stems, pa.string()).take(pa.array(inverse)), seq)
+
+
+def _numbered(prefixes: pa.Array | pa.Scalar, numbers: np.ndarray) -> pd.api.extensions.ExtensionArray:
+    """Element-wise ``prefix + str(number)`` as a pandas string array."""
+    text = pc.cast(pa.array(numbers), pa.string())
+    return pd.array(pc.binary_join_element_wise(prefixes, text, ""), dtype="str")
+
+
+def _take(values: Sequence[str], index: np.ndarray) -> pd.api.extensions.ExtensionArray:
+    """``values[index]`` as a pandas string array (cheap for a small vocabulary)."""
+    return pd.array(list(values), dtype="str").take(index)
+
+
+def _categorical(rng: np.random.Generator, probs: tuple[float, ...] | np.ndarray, n: int) -> np.ndarray:
+    """``n`` draws of an index with the given probabilities (inverse CDF on uniforms)."""
+    cum = np.cumsum(np.asarray(probs, dtype=float))
+    return np.minimum(np.searchsorted(cum / cum[-1], rng.random(n), side="right"), cum.size - 1)
+
+
+def _zipf(n: int, exponent: float) -> np.ndarray:
+    weights = np.arange(1, n + 1, dtype=float) ** -exponent
+    return weights / weights.sum()
+
+
+def _apportion(n: int, shares: tuple[float, ...]) -> tuple[int, ...]:
+    """Split ``n`` by ``shares`` into integers summing to ``n`` (largest remainders)."""
+    exact = np.asarray(shares, dtype=float) * n
+    counts = np.floor(exact).astype(int)
+    counts[np.argsort(counts - exact, kind="stable")[: n - counts.sum()]] += 1
+    return tuple(int(c) for c in counts)

@@ -17,11 +17,11 @@ from schedlab.errors import ConfigError, InputError
 # DGX-1-class server idle power (Helios §4.3 uses ~800 W per idle node).
 DGX_IDLE_W = 800.0
 
-# Venus VC sizes in 8-GPU nodes for September 2020 (the QSSF evaluation month), from the
-# VC→node table of the Venus simulation (Lucid artifact, data/Venus/vc_config.csv).
+# Venus VC sizes in 8-GPU nodes on 2020-09-01, the first day of the QSSF evaluation month
+# (HeliosData Venus/cluster_gpu_number.csv; the 16 non-empty VCs, 1,064 GPUs).
 VENUS_SEPT_NODES = {
-    "vcEwI": 9, "vcWoR": 5, "vcHvQ": 8, "vcvGl": 20, "vc8Gr": 6, "vcKeu": 12, "vcKrE": 4, "vcYVn": 11,
-    "vchbv": 4, "vcLTP": 8, "vchA3": 3, "vcJsw": 32, "vcefl": 10, "vcvlY": 2, "vcgkz": 1,
+    "vcEwI": 9, "vcWoR": 8, "vcHvQ": 8, "vcvGl": 20, "vc8Gr": 6, "vcKeu": 12, "vcKrE": 4, "vcYVn": 11,
+    "vchbv": 4, "vcLTP": 8, "vcJLV": 2, "vchA3": 3, "vcJsw": 25, "vcefl": 10, "vcvlY": 2, "vcgkz": 1,
 }  # fmt: skip
 # Philly VC sizes in nodes used by the Helios QSSF Philly simulation (philly_vc.csv).
 PHILLY_VC_NODES = {
@@ -133,7 +133,7 @@ def _idle_w(gpus: int) -> float:
 PRESETS: dict[str, tuple[str, Callable[[], ClusterSpec]]] = {
     "uniform": ("16 nodes x 8 V100 in one shared pool", lambda: uniform()),
     "uniform-800x8": ("800 nodes x 8 GPUs = 6,400 GPUs (benchmark scale)", lambda: uniform(800, 8)),
-    "venus": ("Helios Venus, 15 VCs of 8-GPU nodes, Sept 2020 (1,080 GPUs, partitioned)",
+    "venus": ("Helios Venus, 15 VCs of 8-GPU nodes, 2020-09-01 (1,064 GPUs, partitioned)",
               lambda: partitioned(VENUS_SEPT_NODES, name="venus")),
     "philly": ("Philly, 11 VCs of 8-GPU nodes as in the Helios QSSF simulation (2,816 GPUs, partitioned)",
                lambda: partitioned(PHILLY_VC_NODES, name="philly")),

@@ -13,11 +13,12 @@ the context (:class:`schedlab.sim.engine.Simulation`).
 
 from __future__ import annotations
 
+import heapq
 from collections.abc import Callable
 
 from sortedcontainers import SortedList
 
-from schedlab.policies.placers import Placer
+from schedlab.policies.placers import Placer, RandomFit
 from schedlab.sim.job import RUNNING, Job
 
 
@@ -35,8 +36,9 @@ class Policy:
     def on_finish(self, ctx, job: Job) -> None:
         """A job completed; its GPUs are free."""
 
-    def on_timer(self, ctx, payload: object) -> None:
-        """A timer set with ``ctx.set_timer`` fired."""
+    def on_timer(self, ctx, payload: object) -> bool | None:
+        """A timer set with ``ctx.set_timer`` fired. Return False when it changed nothing
+        (a stale timer): the engine then skips the scheduling round it would trigger."""
 
     def on_node_on(self, ctx, node: int) -> None:
         """A node finished booting."""
@@ -51,57 +53,83 @@ OrderKey = Callable[[object, Job], float]
 class QueueScheduler(Policy):
     """Non-preemptive scheduler from an order and a placer.
 
-    ``order(ctx, job)`` is computed once, when the job arrives (a static priority). With
-    ``backfill`` a job that cannot be placed is skipped and later jobs may start; without it
-    the queue blocks at its head (strict FIFO semantics). Queues are per pool: each VC of a
-    partitioned cluster has its own. A round stops walking a queue once its pool is full.
+    ``order(ctx, job)`` is computed once, when the job arrives (a static priority). Without
+    ``backfill`` each queue blocks at its head (strict FIFO semantics, as in Helios); with it,
+    a job that cannot be placed is passed over and later jobs may start.
+
+    Queues are per pool (each VC of a partitioned cluster has its own), and inside a pool per
+    job *shape* (GPUs, GPUs per worker, GPU type): jobs of one shape are interchangeable for a
+    deterministic placer, so when the first of a shape cannot be placed none of that shape can,
+    and a round looks only at the heads of the shape queues. A round costs
+    O(shapes x log + jobs started), not O(queue length).
     """
 
-    def __init__(self, name: str, order: OrderKey, placer: Placer, *, backfill: bool = True) -> None:
+    def __init__(self, name: str, order: OrderKey, placer: Placer, *, backfill: bool = False) -> None:
         self.name = name
         self.order = order
         self.placer = placer
         self.backfill = backfill
-        self.queues: dict[str, SortedList] = {}
+        self.pools: dict[str, dict[tuple, SortedList]] = {}
         self.waiting: dict[int, Job] = {}
-        self.fractional_waiting = 0  # a full pool can still take these on partly used GPUs
+        self.exchangeable = not isinstance(placer, RandomFit)
 
     def on_arrival(self, ctx, job: Job) -> None:
-        pool = ctx.pool_of(job)
-        queue = self.queues.get(pool)
+        shapes = self.pools.setdefault(ctx.pool_of(job), {})
+        key = (job.num_gpus, job.gpus_per_worker if job.gpus_per_worker == job.gpus_per_worker else 0.0, job.gpu_type)
+        queue = shapes.get(key)
         if queue is None:
-            queue = self.queues[pool] = SortedList()
+            queue = shapes[key] = SortedList()
         queue.add((self.order(ctx, job), job.idx))
         self.waiting[job.idx] = job
-        self.fractional_waiting += job.fractional
 
     def schedule(self, ctx) -> None:
-        for pool, queue in self.queues.items():
-            if queue:
-                self._drain(ctx, pool, queue)
+        for pool, shapes in self.pools.items():
+            if self.exchangeable:
+                self._drain(ctx, pool, shapes)
+            else:
+                self._drain_each(ctx, shapes)
 
-    def _drain(self, ctx, pool: str, queue: SortedList) -> None:
+    def _drain(self, ctx, pool: str, shapes: dict[tuple, SortedList]) -> None:
         state = ctx.state
         pool_groups = state.groups_for(pool, "")
-        if state.free_in(pool_groups) == 0 and not self.fractional_waiting:
-            return
-        started: list[tuple[float, int]] = []
-        for entry in queue:
+        heads = [(queue[0], key) for key, queue in shapes.items() if queue]
+        heapq.heapify(heads)
+        while heads:
+            entry, key = heapq.heappop(heads)
             job = self.waiting[entry[1]]
             fits = job.fractional or job.num_gpus <= state.free_in(ctx.groups_of(job))
             alloc = self.placer.place(ctx, job) if fits else None
             if alloc is None:
-                if self.backfill:
-                    continue
-                break
+                if not self.backfill:
+                    return
+                continue  # no job of this shape can be placed in this round
             ctx.start(job, alloc)
-            started.append(entry)
-            self.fractional_waiting -= job.fractional
-            if state.free_in(pool_groups) == 0 and not self.fractional_waiting:
-                break
-        for entry in started:
-            queue.remove(entry)
+            queue = shapes[key]
+            queue.pop(0)
             del self.waiting[entry[1]]
+            if queue:
+                heapq.heappush(heads, (queue[0], key))
+            if state.free_in(pool_groups) == 0 and not (self.backfill and self._fractions_waiting(shapes)):
+                return
+
+    def _drain_each(self, ctx, shapes: dict[tuple, SortedList]) -> None:
+        """For a randomised placer, where jobs of one shape are not interchangeable: walk the
+        pool's jobs in order (O(queue length))."""
+        merged = sorted(entry + (key,) for key, queue in shapes.items() for entry in queue)
+        for order_key, idx, key in merged:
+            job = self.waiting[idx]
+            alloc = self.placer.place(ctx, job)
+            if alloc is None:
+                if not self.backfill:
+                    return
+                continue
+            ctx.start(job, alloc)
+            shapes[key].remove((order_key, idx))
+            del self.waiting[idx]
+
+    @staticmethod
+    def _fractions_waiting(shapes: dict[tuple, SortedList]) -> bool:
+        return any(key[0] < 1 and queue for key, queue in shapes.items())
 
 
 PriorityKey = Callable[[object, Job], tuple]
@@ -110,12 +138,15 @@ PriorityKey = Callable[[object, Job], tuple]
 class PreemptiveScheduler(Policy):
     """Preemptive scheduler from a dynamic priority and a placer.
 
-    Every round: rank all active jobs by ``priority(ctx, job)`` (lower runs first); walk the
-    ranking and admit jobs while the sum of their GPUs fits the pool's powered-on GPUs; pause
-    running jobs that were not admitted (checkpoint, no work lost; restart costs from the
-    engine config); place admitted pending jobs in rank order; then, to stay work-conserving,
-    also start non-admitted pending jobs that happen to fit. Looks at every active job each
-    round: O(A log A) for A active jobs.
+    Every round: rank all active jobs by ``priority(ctx, job)`` (lower runs first) and admit
+    jobs in rank order while the sum of their GPUs fits the pool's powered-on GPUs. Each
+    admitted pending job, in rank order, is placed; if it does not fit, running jobs that were
+    not admitted are paused, lowest rank first, until it does (only when enough of them could
+    free the GPUs it needs; if pausing all of them still leaves it unplaced, no more jobs are
+    paused for it until some job finishes). Paused jobs keep their work (checkpointed; the engine charges the
+    restart cost). Then, to stay work-conserving, pending jobs that were not admitted start if
+    they fit, except jobs paused in this round. A round with pending jobs ranks every active
+    job: O(A log A) for A active jobs; a round with none returns at once.
     """
 
     def __init__(self, name: str, priority: PriorityKey, placer: Placer) -> None:
@@ -123,42 +154,54 @@ class PreemptiveScheduler(Policy):
         self.priority = priority
         self.placer = placer
         self.active: dict[int, Job] = {}
+        self.blocked: set[int] = set()  # admitted jobs that preemption could not place
 
     def on_arrival(self, ctx, job: Job) -> None:
         self.active[job.idx] = job
 
     def on_finish(self, ctx, job: Job) -> None:
         del self.active[job.idx]
+        self.blocked.clear()  # GPUs were freed: preempting may help again
 
     def schedule(self, ctx) -> None:
-        if not self.active:
-            return
+        if ctx.pending_count == 0:
+            return  # everyone runs: nothing to rank, nobody to preempt
         ranked = sorted(self.active.values(), key=lambda j: self.priority(ctx, j))
         capacity: dict[str, float] = {}
         admitted: set[int] = set()
+        victims: dict[str, list[Job]] = {}
         for job in ranked:
             pool = ctx.pool_of(job)
             if pool not in capacity:
-                capacity[pool] = self._pool_gpus(ctx, pool)
-            need = job.num_gpus
-            if need <= capacity[pool]:
-                capacity[pool] -= need
+                capacity[pool] = float(ctx.state.pool_gpus_on.get(pool, 0))
+            if job.num_gpus <= capacity[pool]:
+                capacity[pool] -= job.num_gpus
                 admitted.add(job.idx)
-        for job in ranked:
-            if job.state == RUNNING and job.idx not in admitted:
-                ctx.pause(job)
+            elif job.state == RUNNING:
+                victims.setdefault(pool, []).append(job)
+        paused: set[int] = set()
         for job in ranked:
             if job.state != RUNNING and job.idx in admitted:
-                self._try_start(ctx, job)
+                self._start_preempting(ctx, job, victims.get(ctx.pool_of(job), []), paused)
         for job in ranked:
-            if job.state != RUNNING and job.idx not in admitted:
-                self._try_start(ctx, job)
+            if job.state != RUNNING and job.idx not in admitted and job.idx not in paused:
+                alloc = self.placer.place(ctx, job)
+                if alloc is not None:
+                    ctx.start(job, alloc)
 
-    def _try_start(self, ctx, job: Job) -> None:
+    def _start_preempting(self, ctx, job: Job, victims: list[Job], paused: set[int]) -> None:
         alloc = self.placer.place(ctx, job)
+        if alloc is None and job.idx not in self.blocked:
+            freeable = ctx.state.free_in(ctx.groups_of(job)) + sum(v.num_gpus for v in victims if v.state == RUNNING)
+            if freeable < job.num_gpus:
+                return
+            while alloc is None and victims:
+                victim = victims.pop()  # lowest rank first
+                if victim.state == RUNNING:
+                    ctx.pause(victim)
+                    paused.add(victim.idx)
+                    alloc = self.placer.place(ctx, job)
+            if alloc is None:
+                self.blocked.add(job.idx)  # fragmentation: do not pause more jobs for it until a finish
         if alloc is not None:
             ctx.start(job, alloc)
-
-    @staticmethod
-    def _pool_gpus(ctx, pool: str) -> float:
-        return float(ctx.state.pool_gpus_on.get(pool, 0))

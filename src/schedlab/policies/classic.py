@@ -1,8 +1,10 @@
 """Classic baselines: FIFO, SJF, SRTF and SRSF (oracle durations, as in the Helios and
 Tiresias evaluations).
 
-* FIFO - submit order, non-preemptive; blocks at the head of each queue unless ``backfill``.
-* SJF - shortest job (duration) first, non-preemptive, oracle duration.
+* FIFO - submit order, non-preemptive; blocks at the head of each queue (as in Helios) unless
+  ``backfill``.
+* SJF - shortest job (duration) first, non-preemptive, oracle duration; blocks at the head
+  like Helios' SJF unless ``backfill``.
 * SRTF - shortest remaining time first, preemptive, oracle remaining work.
 * SRSF - shortest remaining GPU service first (remaining time x GPUs), preemptive, oracle;
   the "SRSF" baseline of Tiresias (Gu et al., NSDI'19, §6).
@@ -23,12 +25,12 @@ def _duration(ctx, job: Job) -> float:
     return job.work
 
 
-def fifo(placer: Placer, *, backfill: bool = True) -> QueueScheduler:
-    return QueueScheduler("fifo", _submit_order, placer, backfill=backfill)
+def fifo(placer: Placer, *, backfill: bool = False) -> QueueScheduler:
+    return QueueScheduler("fifo-backfill" if backfill else "fifo", _submit_order, placer, backfill=backfill)
 
 
-def sjf(placer: Placer, *, backfill: bool = True) -> QueueScheduler:
-    return QueueScheduler("sjf", _duration, placer, backfill=backfill)
+def sjf(placer: Placer, *, backfill: bool = False) -> QueueScheduler:
+    return QueueScheduler("sjf-backfill" if backfill else "sjf", _duration, placer, backfill=backfill)
 
 
 def _remaining_time(ctx, job: Job) -> tuple[float, float]:

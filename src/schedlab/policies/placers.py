@@ -87,7 +87,8 @@ class Placer:
 class Consolidate(Placer):
     """Helios' consolidated placement: as few nodes as possible. A job that fits on one node
     waits for one (best fit); a larger job takes whole free nodes, plus one best-fit node for
-    a remainder."""
+    a remainder (or, if the cluster's node sizes or GPU types can never give it that shape,
+    the nodes with the most free GPUs)."""
 
     name = "consolidate"
     split_small_jobs = False
@@ -109,7 +110,21 @@ class Consolidate(Placer):
             if worker > 1 and any(c % worker for _, c in alloc):
                 continue
             return alloc
-        return None
+        if any(self._could_hold(state, g, need, worker) for g in groups):
+            return None
+        return super().spread(state, groups, need, worker)
+
+    @staticmethod
+    def _could_hold(state: ClusterState, g: Group, need: int, worker: int) -> bool:
+        """Whether whole free nodes (plus one remainder node) of ``g`` could ever hold the job;
+        when no group could, the job spreads over the nodes with the most free GPUs instead."""
+        whole, rest = divmod(need, g.max_gpus)
+        if worker > 1 and (g.max_gpus % worker or rest % worker):
+            return False
+        sizes = sorted((state.node_gpus[n] for n in g.nodes), reverse=True)
+        if len(sizes) < whole or any(size != g.max_gpus for size in sizes[:whole]):
+            return False
+        return rest == 0 or (len(sizes) > whole and sizes[whole] >= rest)
 
 
 class BestFit(Placer):

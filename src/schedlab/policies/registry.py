@@ -29,10 +29,14 @@ class PolicyInfo:
 POLICIES: dict[str, PolicyInfo] = {
     p.name: p
     for p in (
-        PolicyInfo("fifo", "first in, first out; non-preemptive; later jobs backfill", "consolidate", classic.fifo),
-        PolicyInfo("fifo-strict", "first in, first out; blocks at the head of the queue", "consolidate",
-                   lambda placer: classic.fifo(placer, backfill=False)),
-        PolicyInfo("sjf", "shortest job first (oracle duration); non-preemptive", "consolidate", classic.sjf),
+        PolicyInfo("fifo", "first in, first out; non-preemptive; blocks at the queue head (Helios)", "consolidate",
+                   classic.fifo),
+        PolicyInfo("fifo-backfill", "FIFO where a job that cannot be placed lets later jobs pass", "consolidate",
+                   lambda placer: classic.fifo(placer, backfill=True)),
+        PolicyInfo("sjf", "shortest job first (oracle duration); non-preemptive; blocks at the head (Helios)",
+                   "consolidate", classic.sjf),
+        PolicyInfo("sjf-backfill", "SJF where a job that cannot be placed lets shorter-ranked jobs pass",
+                   "consolidate", lambda placer: classic.sjf(placer, backfill=True)),
         PolicyInfo("srtf", "shortest remaining time first (oracle); preemptive", "consolidate", classic.srtf),
         PolicyInfo("srsf", "shortest remaining GPU service first (oracle); preemptive", "consolidate", classic.srsf),
         PolicyInfo("tiresias", "discretised 2D-LAS, no duration needed; preemptive (NSDI'19)", "consolidate",

@@ -9,9 +9,10 @@ NSDI'19), the discretised two-dimensional least-attained-service scheduler (§3.
 * Preemptive: a higher-priority pending job pauses lower-priority running ones
   (checkpointed, so no work is lost; the engine charges the restart cost).
 
-Demotions happen between events, so each running job sets a timer for the instant it will
-cross its next threshold. Deviation: the paper's scheduler runs on a fixed interval; here it
-runs at every event and at every threshold crossing, which is the same decisions without the
+Demotions and promotions happen between events, so each running job sets a timer for the
+instant it will cross its next threshold, and each paused job one for the instant it starves.
+Deviation: the paper's scheduler runs on a fixed interval; here it runs at every event, every
+threshold crossing and every starvation limit, which is the same decisions without the
 interval's rounding. Duration is never used: Tiresias is information-agnostic.
 """
 
@@ -24,6 +25,8 @@ from schedlab.errors import ConfigError
 from schedlab.policies.base import PreemptiveScheduler
 from schedlab.policies.placers import Placer
 from schedlab.sim.job import RUNNING, Job
+
+_PROMOTE = -1  # timer id of a starvation check; demotion timers count up from 1
 
 
 @dataclass(slots=True)
@@ -59,12 +62,14 @@ class Tiresias(PreemptiveScheduler):
         return (job.data.level, job.submit)
 
     def schedule(self, ctx) -> None:
+        if ctx.pending_count == 0:
+            return
         now = ctx.now
         for job in self.active.values():
             st: _LasState = job.data
             if job.state == RUNNING:
                 st.level = max(st.level, self._level(ctx, job))
-            elif st.level > 0 and st.last_run_s > 0 and now - job.queued_since >= self.promote_knob * st.last_run_s:
+            elif st.level > 0 and st.last_run_s > 0 and now >= job.queued_since + self.promote_knob * st.last_run_s:
                 st.level = 0
                 st.service_offset = ctx.attained(job)
         was_running = {idx for idx, j in self.active.items() if j.state == RUNNING}
@@ -76,6 +81,8 @@ class Tiresias(PreemptiveScheduler):
                 self._arm(ctx, job)
             elif job.state != RUNNING and idx in was_running:
                 st.last_run_s = now - st.run_started_at
+                if st.level > 0 and st.last_run_s > 0:
+                    ctx.set_timer(now + self.promote_knob * st.last_run_s, (idx, _PROMOTE))
 
     def _level(self, ctx, job: Job, slack: float = 0.0) -> int:
         return bisect.bisect_right(self.thresholds, ctx.attained(job) - job.data.service_offset + slack)
@@ -88,9 +95,13 @@ class Tiresias(PreemptiveScheduler):
             left = self.thresholds[st.level] - (ctx.attained(job) - st.service_offset)
             ctx.set_timer(ctx.now + max(left, 0.0) / job.num_gpus, (job.idx, st.timer))
 
-    def on_timer(self, ctx, payload: object) -> None:
+    def on_timer(self, ctx, payload: object) -> bool:
         idx, timer = payload  # type: ignore[misc]
         job = self.active.get(idx)
-        if job is not None and job.state == RUNNING and job.data.timer == timer:
-            job.data.level = max(job.data.level, self._level(ctx, job, slack=1e-6))
-            self._arm(ctx, job)
+        if timer == _PROMOTE:
+            return job is not None and job.state != RUNNING  # the round that follows promotes it
+        if job is None or job.state != RUNNING or job.data.timer != timer:
+            return False
+        job.data.level = max(job.data.level, self._level(ctx, job, slack=1e-6))
+        self._arm(ctx, job)
+        return True

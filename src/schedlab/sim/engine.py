@@ -132,16 +132,19 @@ class Simulation:
     def _check_workload(workload: Workload, cluster: ClusterSpec) -> None:
         jobs = workload.jobs
         check_fits(workload, max_gpus=cluster.total_gpus, gpu_types=set(cluster.gpu_types))
-        if cluster.partitioned:
-            need = jobs.groupby(["tenant", "gpu_type"], sort=False)["num_gpus"].max()
-            for (tenant, gtype), gpus in need.items():
-                cap = cluster.max_job_gpus(tenant, gtype)
-                if gpus > cap:
-                    row = int(np.flatnonzero(((jobs["tenant"] == tenant) & (jobs["num_gpus"] > cap)).to_numpy())[0])
-                    raise ConfigError(
-                        f"{workload.source}: row {row + 1}: job '{jobs['job_id'].iloc[row]}' of tenant '{tenant}' "
-                        f"needs {gpus:g} GPUs but that partition of cluster '{cluster.name}' has {cap}"
-                    )
+        need = jobs.groupby(["tenant", "gpu_type"], sort=False)["num_gpus"].max()
+        for (tenant, gtype), gpus in need.items():
+            cap = cluster.max_job_gpus(tenant, gtype)
+            if gpus > cap:
+                mask = (jobs["tenant"] == tenant) & (jobs["gpu_type"] == gtype) & (jobs["num_gpus"] > cap)
+                row = int(np.flatnonzero(mask.to_numpy())[0])
+                where = f"partition '{tenant}'" if cluster.partitioned else "pool"
+                kind = f" of type {gtype}" if gtype else ""
+                raise ConfigError(
+                    f"{workload.source}: row {row + 1}: job '{jobs['job_id'].iloc[row]}' of tenant '{tenant}' "
+                    f"needs {jobs['num_gpus'].iloc[row]:g} GPUs{kind} but the {where} of cluster "
+                    f"'{cluster.name}' has {cap}"
+                )
         gpw = jobs["gpus_per_worker"].to_numpy()
         bad = np.flatnonzero((gpw < 1) & (jobs["num_gpus"].to_numpy() > gpw))
         if bad.size:
@@ -174,7 +177,10 @@ class Simulation:
             t_arr = submit[nxt] if nxt < n else INF
             t_evt = heap[0][0] if heap else INF
             t = t_arr if t_arr < t_evt else t_evt
-            if t == INF or t > horizon:
+            if t == INF:
+                break
+            if t > horizon:
+                self.now = horizon
                 break
             self.now = t
             changed = False
@@ -185,8 +191,8 @@ class Simulation:
                         self._finish(payload)
                         changed = True
                 elif kind == _TIMER:
-                    policy.on_timer(self, payload)
-                    changed = True
+                    if policy.on_timer(self, payload) is not False:
+                        changed = True
                 else:
                     self._node_up(payload)
                     changed = True
@@ -202,8 +208,6 @@ class Simulation:
             if changed:
                 policy.schedule(self)
                 self._record()
-        end_time = min(self.now, horizon) if math.isfinite(horizon) else self.now
-        self.now = end_time
         result = self._collect(nxt, time.perf_counter() - wall0)
         if progress is not None:
             progress(n, n)
@@ -379,8 +383,14 @@ class Simulation:
         self._running_or_fail(job, "preempt")
         self._stop_run(job)
         progress = job.work - job.remaining
-        saved = max(job.saved_progress, math.floor(progress / job.ckpt_interval) * job.ckpt_interval)
-        saved = min(saved, progress)
+        interval = job.ckpt_interval
+        if interval == 0:  # checkpointed continuously
+            periodic = progress
+        elif math.isinf(interval):
+            periodic = 0.0
+        else:
+            periodic = math.floor(progress / interval) * interval
+        saved = min(max(job.saved_progress, periodic), progress)
         job.lost_work += progress - saved
         job.remaining = job.work - saved
         job.saved_progress = saved

@@ -121,6 +121,7 @@ class Profile:
     tenant_phase_sd_h: float = 0.0  # per-tenant shift of the daily shape (hours, normal sd)
     tenant_amplitude: tuple[float, float] = (1.0, 1.0)  # per-tenant depth of the daily shape, uniform range
     tenant_weekend: tuple[float, float] | None = None  # per-tenant weekend factor range (None: weekend_factor)
+    tenant_max_gpus: tuple[float, ...] | None = None  # per-tenant job-size cap (the VC's GPUs)
     users_per_tenant: int = 4
     user_zipf: float = 1.0  # job share of a tenant's r-th user ~ r ** -user_zipf
     templates_per_user: int = 3
@@ -168,7 +169,8 @@ class VenusProfile(Profile):
     """Helios Venus (SenseTime, SC '21), alias ``helios``; origin 2020-09-01 (Lucid's Venus-September window).
 
     - cluster_gpus 1,064: Venus VC sizes summed on 2020-09-01 (HeliosData
-      ``Venus/cluster_gpu_number.csv``; 16 non-empty VCs, used as tenants weighted by size).
+      ``Venus/cluster_gpu_number.csv``; 16 non-empty VCs, used as tenants weighted by size; a job
+      never asks for more than its VC's GPUs, as on the real partitioned cluster).
     - GPU mix 1: 48.6 %, 2: 5 %, 4: 7.5 %, 8: 26.8 %, 16: 6 %, 24: 1.5 %, 32: 3 %, 64: 1 %, 128: 0.6 %
       (mean 6.7, median 1): shape from the 3,109 ten-minute bins of Lucid's Venus
       ``cluster_throughput.csv`` holding exactly one GPU-job submission (that job's GPU count),
@@ -207,6 +209,7 @@ class VenusProfile(Profile):
     tenant_weights: tuple[float, ...] = tuple(
         g / 1064 for g in (200, 160, 96, 88, 80, 72, 64, 64, 64, 48, 32, 32, 24, 16, 16, 8)
     )
+    tenant_max_gpus: tuple[float, ...] | None = (200, 160, 96, 88, 80, 72, 64, 64, 64, 48, 32, 32, 24, 16, 16, 8)
     users_per_tenant: int = 20
     user_zipf: float = 1.3
     templates_per_user: int = 8
@@ -229,6 +232,8 @@ class PhillyProfile(Profile):
       1,144 s, p90 11,265 s, p99 254,758 s, mean 13,136 s and GPU time per job 42,811 GPU-s.
     - cluster_gpus 2,816: the 352 eight-GPU nodes of Helios' QSSF Philly setup
       (``helios-artifact/philly_vc.csv``).
+    - tenants: the 11 VCs of that setup with their excerpt job shares (the excerpt's 4 other VCs
+      hold 18 of its 82,247 jobs and are left out); a job never asks for more than its VC's GPUs.
     - arrivals: hour-of-day shape and weekend factor 0.52 from the excerpt's submit timestamps.
     - final states: completed 60.4 / cancelled 9.0 / failed 30.5 % of jobs and 32.1 / 29.4 / 38.6 %
       of GPU time (Philly row of AcmeTrace ``cluster_summary.csv``).
@@ -257,12 +262,12 @@ class PhillyProfile(Profile):
     weekend_factor: float = 0.52
     tenants: tuple[str, ...] = (
         "6214e9", "11cb48", "6c71a0", "b436b2", "103959", "ee9e8c", "0e4a51", "ed69ec",
-        "7f04ca", "2869ce", "e13805", "23dbec", "51b7ef", "925e2b", "795a4c",
+        "7f04ca", "2869ce", "e13805",
     )
     tenant_weights: tuple[float, ...] = tuple(
-        c / 82247
-        for c in (41226, 16091, 9953, 7423, 1934, 1511, 1435, 1137, 723, 422, 374, 8, 4, 3, 3)
+        c / 82229 for c in (41226, 16091, 9953, 7423, 1934, 1511, 1435, 1137, 723, 422, 374)
     )
+    tenant_max_gpus: tuple[float, ...] | None = (512, 128, 256, 512, 64, 512, 256, 64, 256, 128, 128)
     users_per_tenant: int = 60
     user_zipf: float = 1.0
     templates_per_user: int = 8
@@ -454,10 +459,10 @@ def _class_jobs(
     component (taken with probability ``template_affinity``; the mixture weights are kept).
     """
     jc = p.classes[class_index]
-    tenant = _categorical(rng, p.tenant_weights, n)
+    num_gpus, per_worker, gpu_type = _shapes(rng, p, jc, n)
+    tenant = _tenants_that_fit(rng, p, num_gpus)
     user = tenant * p.users_per_tenant + _categorical(rng, _zipf(p.users_per_tenant, p.user_zipf), n)
     template = _categorical(rng, _zipf(p.templates_per_user, 1.0), n)
-    num_gpus, per_worker, gpu_type = _shapes(rng, p, jc, n)
     key = _template_key(p, user, template, num_gpus)
     effect, preferred = templates
     comp = np.where(rng.random(n) < p.template_affinity, preferred[key], _categorical(rng, p.duration.weights, n))
@@ -473,6 +478,23 @@ def _class_jobs(
         "duration_s": np.round(duration, 3),
         "class": np.full(n, class_index),
     }
+
+
+def _tenants_that_fit(rng: np.random.Generator, p: Profile, num_gpus: np.ndarray) -> np.ndarray:
+    """Tenant of each job by the tenant shares; with ``tenant_max_gpus`` a job is drawn only
+    among the tenants whose VC can hold it (big jobs go to big VCs; the GPU mix is kept)."""
+    tenant = _categorical(rng, p.tenant_weights, num_gpus.size)
+    if p.tenant_max_gpus is None:
+        return tenant
+    caps = np.asarray(p.tenant_max_gpus, dtype=float)
+    weights = np.asarray(p.tenant_weights, dtype=float)
+    for size in np.unique(num_gpus[num_gpus > caps[tenant]]):
+        rows = np.flatnonzero((num_gpus == size) & (caps[tenant] < size))
+        allowed = np.where(caps >= size, weights, 0.0)
+        if allowed.sum() == 0:
+            raise ConfigError(f"profile {p.name!r}: no tenant can hold a {size:g}-GPU job")
+        tenant[rows] = _categorical(rng, tuple(allowed / allowed.sum()), rows.size)
+    return tenant
 
 
 def _shapes(rng: np.random.Generator, p: Profile, jc: JobClass, n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

@@ -1,0 +1,282 @@
+"""The ``schedlab`` command: simulate, compare, inspect traces, draw reports."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+from rich.console import Console
+from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+from rich.table import Table
+
+from schedlab.errors import ConfigError, SchedlabError
+
+app = typer.Typer(
+    help=(
+        "schedlab: simulate and compare GPU-cluster schedulers for deep-learning jobs.\n\n"
+        "Quick start:\n\n"
+        "  schedlab simulate --synthetic venus --jobs 5000 --policy fifo --out runs/fifo\n\n"
+        "  schedlab compare --synthetic venus --jobs 5000 --policy fifo --policy sjf --policy srtf --out runs/cmp\n\n"
+        "  schedlab report runs/cmp"
+    ),
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+traces_app = typer.Typer(help="List trace formats and synthetic profiles; inspect a trace file.", no_args_is_help=True)
+app.add_typer(traces_app, name="traces")
+console = Console()
+err_console = Console(stderr=True)
+
+TraceOpt = Annotated[Optional[Path], typer.Option("--trace", help="Trace file (or folder, for pai).")]
+FormatOpt = Annotated[Optional[str], typer.Option("--format", "-f", help="Trace format: see `schedlab traces list`.")]
+SyntheticOpt = Annotated[Optional[str], typer.Option("--synthetic", help="Synthetic profile: venus, philly, gfs, simple.")]
+JobsOpt = Annotated[int, typer.Option("--jobs", "-n", min=1, help="Number of synthetic jobs.")]
+LoadOpt = Annotated[Optional[float], typer.Option("--load", help="Offered load of a synthetic trace (default: profile's).")]
+ClusterOpt = Annotated[Optional[str], typer.Option("--cluster", "-c", help="Preset (see `schedlab clusters`), uniform:NxG, helios:PATH[@DATE], gfs:PATH. Default for synthetic traces: the profile's cluster.")]
+PlacerOpt = Annotated[Optional[str], typer.Option("--placer", help="consolidate, best-fit, first-fit or random (default: the policy's).")]
+SeedOpt = Annotated[int, typer.Option("--seed", help="Seed for the synthetic trace, sampling and random placement.")]
+WindowOpt = Annotated[Optional[str], typer.Option("--window", help="Keep jobs submitted in START:END hours from the trace start.")]
+SampleOpt = Annotated[Optional[int], typer.Option("--sample", min=1, help="Keep a random sample of N jobs.")]
+ArrivalOpt = Annotated[Optional[float], typer.Option("--arrival-scale", min=0.01, help="Load x K: compress inter-arrival gaps by K.")]
+HorizonOpt = Annotated[Optional[float], typer.Option("--horizon", help="Stop at this simulated time (hours); unfinished jobs are reported.")]
+RestoreOpt = Annotated[float, typer.Option("--restore-s", help="Seconds to restore a stopped job from its checkpoint.")]
+CkptOpt = Annotated[float, typer.Option("--checkpoint-s", help="Seconds to save a checkpoint on pause or migration.")]
+CkptEveryOpt = Annotated[float, typer.Option("--checkpoint-interval-s", help="Periodic checkpoint interval (work seconds); an eviction loses work since the last one.")]
+
+
+TABLE_COLUMNS = ("policy", "finished", "jct_mean_s", "jct_p50_s", "jct_p99_s", "queue_mean_s", "makespan_s",
+                 "gpu_alloc_rate", "preemptions", "sim_wall_s")  # fmt: skip
+
+
+def _fail(exc: Exception) -> None:
+    err_console.print(f"[bold red]error:[/] {exc}", highlight=False, soft_wrap=True)
+    raise typer.Exit(code=2)
+
+
+def _workload_spec(trace, fmt, synthetic, jobs, seed, load, window, sample, arrival_scale):
+    from schedlab.experiments.run import WorkloadSpec, parse_window
+
+    return WorkloadSpec(
+        trace=str(trace) if trace is not None else None, fmt=fmt, synthetic=synthetic, jobs=jobs, seed=seed,
+        load=load, window_s=parse_window(window), sample=sample, arrival_scale=arrival_scale,
+    )  # fmt: skip
+
+
+def _config(horizon: float | None, restore_s: float, checkpoint_s: float, interval: float):
+    from schedlab.sim.engine import SimConfig
+
+    return SimConfig(
+        restore_s=restore_s, checkpoint_s=checkpoint_s, checkpoint_interval_s=interval,
+        horizon_s=horizon * 3600 if horizon is not None else float("inf"),
+    )  # fmt: skip
+
+
+@app.command()
+def simulate(
+    out: Annotated[Path, typer.Option("--out", "-o", help="Output directory.")],
+    policy: Annotated[str, typer.Option("--policy", "-p", help="Scheduler: see `schedlab policies`.")] = "fifo",
+    trace: TraceOpt = None,
+    fmt: FormatOpt = None,
+    synthetic: SyntheticOpt = None,
+    jobs: JobsOpt = 2000,
+    load: LoadOpt = None,
+    cluster: ClusterOpt = None,
+    placer: PlacerOpt = None,
+    seed: SeedOpt = 0,
+    window: WindowOpt = None,
+    sample: SampleOpt = None,
+    arrival_scale: ArrivalOpt = None,
+    horizon: HorizonOpt = None,
+    restore_s: RestoreOpt = 30.0,
+    checkpoint_s: CkptOpt = 10.0,
+    checkpoint_interval_s: CkptEveryOpt = 1800.0,
+    progress: Annotated[bool, typer.Option(help="Show a progress bar.")] = True,
+) -> None:
+    """Run one policy over one workload and write jobs.parquet, timeseries.parquet, summary.json.
+
+    Examples:
+
+      schedlab simulate --synthetic venus --jobs 20000 --policy sjf --out runs/sjf
+
+      schedlab simulate --trace ../shared/data/chronus/trace_job_Philly_MIX2.csv --format philly
+      --cluster uniform:100x8 --policy tiresias --out runs/tiresias
+    """
+    from schedlab.experiments.run import RunSpec, check_names, simulate_run
+    from schedlab.metrics import summary_table
+
+    try:
+        check_names([policy], synthetic)
+        spec = RunSpec(
+            _workload_spec(trace, fmt, synthetic, jobs, seed, load, window, sample, arrival_scale),
+            cluster, policy, placer, seed, _config(horizon, restore_s, checkpoint_s, checkpoint_interval_s),
+        )  # fmt: skip
+        with _progress(progress, f"{policy}") as tick:
+            summary = simulate_run(spec, out, progress=tick)
+    except SchedlabError as exc:
+        _fail(exc)
+    console.print(summary_table(summary))
+    console.print(f"results in [bold]{out}[/]  (draw plots: schedlab report {out})")
+
+
+@app.command()
+def compare(
+    out: Annotated[Path, typer.Option("--out", "-o", help="Output directory (one subfolder per policy).")],
+    policy: Annotated[list[str], typer.Option("--policy", "-p", help="A policy; repeat for several.")],
+    trace: TraceOpt = None,
+    fmt: FormatOpt = None,
+    synthetic: SyntheticOpt = None,
+    jobs: JobsOpt = 2000,
+    load: LoadOpt = None,
+    cluster: ClusterOpt = None,
+    placer: PlacerOpt = None,
+    seed: SeedOpt = 0,
+    window: WindowOpt = None,
+    sample: SampleOpt = None,
+    arrival_scale: ArrivalOpt = None,
+    horizon: HorizonOpt = None,
+    restore_s: RestoreOpt = 30.0,
+    checkpoint_s: CkptOpt = 10.0,
+    checkpoint_interval_s: CkptEveryOpt = 1800.0,
+    processes: Annotated[int, typer.Option("--processes", "-j", min=0, help="Worker processes (default: cores).")] = 0,
+) -> None:
+    """Run several policies on the same workload and cluster, in parallel processes.
+
+    Writes DIR/<policy>/summary.json (and tables) for each policy and DIR/comparison.csv.
+
+    Example:
+
+      schedlab compare --synthetic philly --jobs 20000 -p fifo -p sjf -p srtf -p tiresias --out runs/cmp
+    """
+    from schedlab.experiments.run import RunSpec, check_names, compare_runs
+    from schedlab.metrics import comparison_frame, comparison_table
+
+    try:
+        if len(set(policy)) != len(policy):
+            raise ConfigError("each --policy may be given once")
+        check_names(policy, synthetic)
+        wspec = _workload_spec(trace, fmt, synthetic, jobs, seed, load, window, sample, arrival_scale)
+        config = _config(horizon, restore_s, checkpoint_s, checkpoint_interval_s)
+        specs = [RunSpec(wspec, cluster, p, placer, seed, config) for p in policy]
+        specs[0].cluster_name()
+        with console.status(f"running {len(specs)} policies ..."):
+            summaries = compare_runs(specs, out, processes=processes or os.cpu_count() or 1)
+    except SchedlabError as exc:
+        _fail(exc)
+    frame = comparison_frame(summaries)
+    frame.to_csv(out / "comparison.csv", index=False)
+    shown = [c for c in TABLE_COLUMNS if c in frame.columns]
+    console.print(comparison_table(frame[shown]))
+    console.print(f"results in [bold]{out}[/]  (draw plots: schedlab report {out})")
+
+
+@app.command()
+def report(run_dir: Annotated[Path, typer.Argument(help="A run directory, or a compare directory.")]) -> None:
+    """Draw PNG plots (JCT and queueing CDFs, queue length and GPU allocation over time)."""
+    from schedlab.metrics.plots import report as draw
+
+    try:
+        paths = draw(run_dir)
+    except SchedlabError as exc:
+        _fail(exc)
+    for p in paths:
+        console.print(f"wrote {p}")
+
+
+@app.command()
+def policies() -> None:
+    """List the registered scheduling policies and placers."""
+    from schedlab.policies.placers import PLACERS
+    from schedlab.policies.registry import POLICIES
+
+    table = Table("policy", "default placer", "what it does", title="policies")
+    for info in POLICIES.values():
+        table.add_row(info.name, info.default_placer, info.summary)
+    console.print(table)
+    placers = Table("placer", "what it does", title="placers")
+    for name, (_, doc) in PLACERS.items():
+        placers.add_row(name, " ".join((doc or "").split()))
+    console.print(placers)
+
+
+@app.command()
+def clusters() -> None:
+    """List the cluster presets."""
+    from schedlab.cluster.presets import PRESETS
+
+    table = Table("preset", "what it is", title="cluster presets")
+    for name, (summary, _) in PRESETS.items():
+        table.add_row(name, summary)
+    console.print(table)
+    console.print("Also: uniform:NxG[:TYPE], helios:PATH[@DATE] (cluster_gpu_number.csv), gfs:PATH (node_info_df.csv)")
+
+
+@traces_app.command("list")
+def traces_list() -> None:
+    """List trace formats (loaders) and synthetic profiles."""
+    from schedlab.workload.loaders import LOADERS
+    from schedlab.workload.synthetic import PROFILES
+
+    table = Table("format", "what it reads", "options", title="trace formats")
+    for name, info in LOADERS.items():
+        table.add_row(name, info.description, ", ".join(info.options))
+    console.print(table)
+    prof = Table("profile", "what it mimics", title="synthetic profiles")
+    for name, p in PROFILES.items():
+        prof.add_row(name, (type(p).__doc__ or "").strip().splitlines()[0])
+    console.print(prof)
+
+
+@traces_app.command("inspect")
+def traces_inspect(
+    path: Annotated[Path, typer.Argument(help="Trace file (or folder, for pai).")],
+    fmt: Annotated[str, typer.Option("--format", "-f", help="Trace format: see `schedlab traces list`.")],
+) -> None:
+    """Show what a loader read and skipped: counts, GPU mix, duration quantiles."""
+    from schedlab.workload.inspect import describe, render_description
+    from schedlab.workload.loaders import load_trace
+
+    try:
+        workload = load_trace(path, fmt)
+    except SchedlabError as exc:
+        _fail(exc)
+    console.print(render_description(describe(workload)))
+
+
+class _progress:
+    """A Rich progress bar fed by the engine's (done, total) callback; silent when disabled."""
+
+    def __init__(self, enabled: bool, label: str) -> None:
+        self.enabled = enabled and sys.stderr.isatty()
+        self.label = label
+        self.bar: Progress | None = None
+
+    def __enter__(self):
+        if not self.enabled:
+            return None
+        self.bar = Progress(
+            TextColumn("[bold]{task.description}"), BarColumn(), TextColumn("{task.completed:,}/{task.total:,} jobs"),
+            TimeElapsedColumn(), TimeRemainingColumn(), console=err_console, transient=True,
+        )  # fmt: skip
+        self.bar.__enter__()
+        task = self.bar.add_task(self.label, total=None)
+
+        def tick(done: int, total: int) -> None:
+            self.bar.update(task, completed=done, total=total)
+
+        return tick
+
+    def __exit__(self, *exc) -> None:
+        if self.bar is not None:
+            self.bar.__exit__(*exc)
+
+
+def main() -> None:
+    app()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,171 @@
+"""Run simulations from plain settings: build the workload and cluster, simulate, write results.
+
+A :class:`RunSpec` holds only picklable settings, so ``compare`` can hand one to each worker
+process, which rebuilds the (deterministic) workload itself instead of shipping a large frame.
+"""
+
+from __future__ import annotations
+
+import math
+import resource
+import time
+from collections.abc import Callable
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from schedlab.cluster.presets import load_cluster
+from schedlab.cluster.spec import ClusterSpec
+from schedlab.errors import ConfigError
+from schedlab.metrics import summarize, write_summary
+from schedlab.policies.registry import POLICIES, make_policy
+from schedlab.sim.engine import SimConfig, Simulation
+from schedlab.workload import transforms
+from schedlab.workload.loaders import load_trace
+from schedlab.workload.schema import Workload
+from schedlab.workload.synthetic import PROFILES, generate
+
+# The cluster a synthetic profile runs on when none is given.
+PROFILE_CLUSTERS = {"venus": "venus", "helios": "venus", "philly": "philly", "gfs": "gfs",
+                    "simple": "uniform:8x8", "uniform": "uniform:8x8"}  # fmt: skip
+
+
+@dataclass(frozen=True)
+class WorkloadSpec:
+    """Where the jobs come from: a trace file or a synthetic profile, plus transforms."""
+
+    trace: str | None = None
+    fmt: str | None = None
+    synthetic: str | None = None
+    jobs: int = 2000
+    seed: int = 0
+    load: float | None = None
+    window_s: tuple[float, float] | None = None
+    sample: int | None = None
+    arrival_scale: float | None = None
+    class_scale: tuple[str, float] | None = None
+    cluster_gpus: int | None = None
+    options: dict[str, Any] = field(default_factory=dict)
+
+    def build(self) -> Workload:
+        if (self.trace is None) == (self.synthetic is None):
+            raise ConfigError("give either a trace (--trace PATH --format F) or --synthetic PROFILE")
+        if self.trace is not None:
+            if not self.fmt:
+                raise ConfigError("--trace needs --format (see `schedlab traces list`)")
+            w = load_trace(self.trace, self.fmt, **self.options)
+        else:
+            w = generate(self.synthetic, self.jobs, seed=self.seed, cluster_gpus=self.cluster_gpus,
+                         load=self.load, **self.options)  # fmt: skip
+        if self.window_s is not None:
+            w = transforms.time_window(w, *self.window_s)
+        if self.sample is not None and self.sample < len(w):
+            w = transforms.sample(w, n=self.sample, seed=self.seed)
+        if self.arrival_scale is not None:
+            w = transforms.scale_arrivals(w, self.arrival_scale)
+        if self.class_scale is not None:
+            w = transforms.scale_class(w, self.class_scale[0], self.class_scale[1], seed=self.seed)
+        if len(w) == 0:
+            raise ConfigError("the workload has no jobs after loading and transforms")
+        return w
+
+
+@dataclass(frozen=True)
+class RunSpec:
+    """One simulation: workload, cluster, policy, placer, seed and engine settings."""
+
+    workload: WorkloadSpec
+    cluster: str | None
+    policy: str
+    placer: str | None = None
+    seed: int = 0
+    config: SimConfig = field(default_factory=SimConfig)
+
+    def cluster_name(self) -> str:
+        if self.cluster:
+            return self.cluster
+        profile = self.workload.synthetic
+        if profile in PROFILE_CLUSTERS:
+            return PROFILE_CLUSTERS[profile]
+        raise ConfigError("--cluster is required for a trace (see `schedlab clusters`)")
+
+
+def check_names(policies: list[str], profile: str | None) -> None:
+    """Fail early, before any work, on an unknown policy or profile."""
+    for p in policies:
+        if p not in POLICIES:
+            raise ConfigError(f"unknown policy '{p}'; choose one of {', '.join(POLICIES)}")
+    if profile is not None and profile not in PROFILES:
+        raise ConfigError(f"unknown synthetic profile '{profile}'; choose one of {', '.join(PROFILES)}")
+
+
+def simulate_run(
+    spec: RunSpec,
+    out_dir: Path | None,
+    *,
+    workload: Workload | None = None,
+    cluster: ClusterSpec | None = None,
+    progress: Callable[[int, int], None] | None = None,
+) -> dict[str, Any]:
+    """Run one simulation; write jobs.parquet, timeseries.parquet and summary.json to ``out_dir``."""
+    wall0 = time.perf_counter()
+    cluster = cluster or load_cluster(spec.cluster_name())
+    if workload is None:
+        wspec = spec.workload
+        if wspec.synthetic is not None and wspec.cluster_gpus is None:
+            wspec = replace(wspec, cluster_gpus=cluster.total_gpus)
+        workload = wspec.build()
+    policy = make_policy(spec.policy, placer=spec.placer, rng=np.random.default_rng(spec.seed))
+    sim = Simulation(workload, cluster, policy, config=spec.config, seed=spec.seed)
+    result = sim.run(progress=progress)
+    placer = spec.placer or POLICIES[spec.policy].default_placer
+    extra = {
+        "placer": placer,
+        "workload": workload.source,
+        "cluster": cluster.name,
+        "cluster_gpus": cluster.total_gpus,
+        "seed": spec.seed,
+        "stalled_jobs": result.meta["stalled"],
+        "sim_wall_s": round(time.perf_counter() - wall0, 3),
+        "engine_wall_s": round(result.meta["engine_wall_s"], 3),
+        "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
+    }
+    summary = summarize(result.jobs, result.timeseries, policy=spec.policy, extra=extra)
+    if out_dir is not None:
+        out_dir.mkdir(parents=True, exist_ok=True)
+        result.jobs.to_parquet(out_dir / "jobs.parquet", index=False)
+        result.timeseries.to_parquet(out_dir / "timeseries.parquet", index=False)
+        write_summary(out_dir / "summary.json", summary)
+    return summary
+
+
+def _run_in_worker(spec: RunSpec, out_dir: Path) -> dict[str, Any]:
+    return simulate_run(spec, out_dir)
+
+
+def compare_runs(specs: list[RunSpec], out_dir: Path, *, processes: int) -> list[dict[str, Any]]:
+    """Run several specs (one per policy) in worker processes; results in ``out_dir/<policy>``."""
+    dirs = [out_dir / s.policy for s in specs]
+    if processes <= 1 or len(specs) == 1:
+        return [simulate_run(s, d) for s, d in zip(specs, dirs, strict=True)]
+    with ProcessPoolExecutor(max_workers=min(processes, len(specs))) as pool:
+        futures = [pool.submit(_run_in_worker, s, d) for s, d in zip(specs, dirs, strict=True)]
+        return [f.result() for f in futures]
+
+
+def parse_window(text: str | None) -> tuple[float, float] | None:
+    """``START:END`` in hours from the workload origin (either side may be empty)."""
+    if text is None:
+        return None
+    start, sep, end = text.partition(":")
+    try:
+        lo = float(start) * 3600 if start else 0.0
+        hi = float(end) * 3600 if end else math.inf
+    except ValueError as exc:
+        raise ConfigError(f"--window {text!r}: expected START:END in hours, e.g. 0:72") from exc
+    if not sep or hi <= lo:
+        raise ConfigError(f"--window {text!r}: expected START:END in hours with END > START")
+    return lo, hi

@@ -1,0 +1,105 @@
+"""End-to-end tests of the ``schedlab`` command through Typer's runner."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from typer.testing import CliRunner
+
+from schedlab.cli import app
+
+runner = CliRunner()
+CONTRACT_KEYS = {
+    "policy", "jobs", "finished", "jct_mean_s", "jct_p50_s", "jct_p99_s", "queue_mean_s", "makespan_s",
+    "gpu_alloc_rate", "preemptions", "sim_wall_s", "peak_rss_mb", "classes",
+}  # fmt: skip
+
+
+def test_simulate_writes_the_contract_files(tmp_path: Path) -> None:
+    out = tmp_path / "run"
+    result = runner.invoke(app, ["simulate", "--synthetic", "simple", "--jobs", "300", "--policy", "sjf",
+                                 "--out", str(out), "--no-progress"])  # fmt: skip
+    assert result.exit_code == 0, result.output
+    summary = json.loads((out / "summary.json").read_text())
+    assert CONTRACT_KEYS <= summary.keys()
+    assert summary["policy"] == "sjf" and summary["jobs"] == 300 and summary["finished"] == 300
+    jobs = pd.read_parquet(out / "jobs.parquet")
+    assert len(jobs) == 300 and jobs["finished"].all()
+    ts = pd.read_parquet(out / "timeseries.parquet")
+    assert (ts["gpus_busy"] <= ts["gpus_total"]).all()
+    assert "JCT mean" in result.output
+
+
+def test_same_seed_gives_the_same_results(tmp_path: Path) -> None:
+    tables = []
+    for name in ("a", "b"):
+        out = tmp_path / name
+        args = ["simulate", "--synthetic", "venus", "--jobs", "400", "--policy", "tiresias", "--seed", "5",
+                "--out", str(out), "--no-progress"]  # fmt: skip
+        assert runner.invoke(app, args).exit_code == 0
+        tables.append(pd.read_parquet(out / "jobs.parquet"))
+    pd.testing.assert_frame_equal(*tables)
+
+
+def test_compare_runs_policies_in_processes_and_reports(tmp_path: Path) -> None:
+    out = tmp_path / "cmp"
+    args = ["compare", "--synthetic", "simple", "--jobs", "300", "-p", "fifo", "-p", "srtf", "-j", "2",
+            "--out", str(out)]  # fmt: skip
+    result = runner.invoke(app, args)
+    assert result.exit_code == 0, result.output
+    table = pd.read_csv(out / "comparison.csv")
+    assert list(table["policy"]) == ["fifo", "srtf"]
+    for policy in ("fifo", "srtf"):
+        assert json.loads((out / policy / "summary.json").read_text())["policy"] == policy
+    # SRTF preempts on this loaded cluster; FIFO never does.
+    assert table.set_index("policy").loc["fifo", "preemptions"] == 0
+    report = runner.invoke(app, ["report", str(out)])
+    assert report.exit_code == 0, report.output
+    assert (out / "jct_cdf.png").stat().st_size > 1000
+
+
+def test_traces_inspect_reports_what_was_read_and_skipped(tmp_path: Path) -> None:
+    path = tmp_path / "trace.csv"
+    path.write_text(
+        "job_id,user,num_gpu,submit_time,iterations,model_name,duration,interval\n"
+        "1,vc_a,1,10,5,resnet,100,1\n"
+        "2,vc_a,0,20,5,resnet,100,1\n"
+        "3,vc_b,4,30,5,resnet,200,1\n"
+    )
+    result = runner.invoke(app, ["traces", "inspect", str(path), "--format", "tiresias"])
+    assert result.exit_code == 0, result.output
+    assert "cpu_job" in result.output
+
+
+@pytest.mark.parametrize(
+    ("args", "needle"),
+    [
+        (["simulate", "--synthetic", "simple", "--policy", "nope"], "unknown policy 'nope'"),
+        (["simulate", "--synthetic", "nope"], "unknown synthetic profile"),
+        (["simulate", "--synthetic", "simple", "--cluster", "moon"], "unknown cluster 'moon'"),
+        (["simulate", "--trace", "missing.csv", "--format", "helios", "--cluster", "venus"], "missing.csv"),
+    ],
+)
+def test_bad_input_exits_2_with_one_line(tmp_path: Path, args: list[str], needle: str) -> None:
+    result = runner.invoke(app, [*args, "--out", str(tmp_path / "x")])
+    assert result.exit_code == 2
+    assert needle in result.output
+    assert "Traceback" not in result.output
+
+
+def test_bad_row_names_file_row_and_field(tmp_path: Path) -> None:
+    path = tmp_path / "bad.csv"
+    path.write_text(
+        "job_id,user,num_gpu,submit_time,iterations,model_name,duration,interval\n"
+        "1,vc_a,1,10,5,resnet,100,1\n"
+        "2,vc_a,2,20,5,resnet,-5,1\n"
+    )
+    args = ["simulate", "--trace", str(path), "--format", "tiresias", "--cluster", "uniform:2x8",
+            "--out", str(tmp_path / "o")]  # fmt: skip
+    result = runner.invoke(app, args)
+    assert result.exit_code == 2
+    message = " ".join(result.output.split())
+    assert "bad.csv" in message and "row 2" in message and "duration" in message

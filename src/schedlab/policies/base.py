@@ -47,6 +47,13 @@ class Policy:
         """Decide: start, preempt, migrate... through ``ctx``."""
 
 
+def _shape(job: Job) -> tuple[float, float, str]:
+    """What placement depends on: GPUs, GPUs per worker (0 = any split; NaN would never
+    compare equal) and GPU type."""
+    gpw = job.gpus_per_worker
+    return (job.num_gpus, gpw if gpw == gpw else 0.0, job.gpu_type)
+
+
 OrderKey = Callable[[object, Job], float]
 
 
@@ -75,7 +82,7 @@ class QueueScheduler(Policy):
 
     def on_arrival(self, ctx, job: Job) -> None:
         shapes = self.pools.setdefault(ctx.pool_of(job), {})
-        key = (job.num_gpus, job.gpus_per_worker if job.gpus_per_worker == job.gpus_per_worker else 0.0, job.gpu_type)
+        key = _shape(job)
         queue = shapes.get(key)
         if queue is None:
             queue = shapes[key] = SortedList()
@@ -155,6 +162,7 @@ class PreemptiveScheduler(Policy):
         self.placer = placer
         self.active: dict[int, Job] = {}
         self.blocked: set[int] = set()  # admitted jobs that preemption could not place
+        self.exchangeable = not isinstance(placer, RandomFit)
 
     def on_arrival(self, ctx, job: Job) -> None:
         self.active[job.idx] = job
@@ -166,42 +174,74 @@ class PreemptiveScheduler(Policy):
     def schedule(self, ctx) -> None:
         if ctx.pending_count == 0:
             return  # everyone runs: nothing to rank, nobody to preempt
-        ranked = sorted(self.active.values(), key=lambda j: self.priority(ctx, j))
-        capacity: dict[str, float] = {}
+        priority = self.priority
+        ranked = sorted(self.active.values(), key=lambda j: priority(ctx, j))
+        partitioned = ctx.cluster.partitioned
+        capacity: dict[str, float] = dict(ctx.state.pool_gpus_on)
+        open_pools = sum(1 for c in capacity.values() if c > 0)
         admitted: set[int] = set()
+        for job in ranked:
+            if not open_pools:
+                break  # every pool is full: the rest is not admitted
+            pool = job.tenant if partitioned else ""
+            cap = capacity[pool]
+            if job.num_gpus <= cap:
+                capacity[pool] = cap - job.num_gpus
+                admitted.add(job.idx)
+                if capacity[pool] == 0:
+                    open_pools -= 1
         victims: dict[str, list[Job]] = {}
         for job in ranked:
-            pool = ctx.pool_of(job)
-            if pool not in capacity:
-                capacity[pool] = float(ctx.state.pool_gpus_on.get(pool, 0))
-            if job.num_gpus <= capacity[pool]:
-                capacity[pool] -= job.num_gpus
-                admitted.add(job.idx)
-            elif job.state == RUNNING:
-                victims.setdefault(pool, []).append(job)
+            if job.state == RUNNING and job.idx not in admitted:
+                victims.setdefault(ctx.pool_of(job), []).append(job)
         paused: set[int] = set()
+        failed: set[tuple] = set()  # shapes that did not fit since the last pause
         for job in ranked:
             if job.state != RUNNING and job.idx in admitted:
-                self._start_preempting(ctx, job, victims.get(ctx.pool_of(job), []), paused)
+                self._start_preempting(ctx, job, victims.get(ctx.pool_of(job), []), paused, failed)
+        state = ctx.state
         for job in ranked:
             if job.state != RUNNING and job.idx not in admitted and job.idx not in paused:
-                alloc = self.placer.place(ctx, job)
-                if alloc is not None:
-                    ctx.start(job, alloc)
+                if state.free_in(ctx.groups_of(job)) > 0 or job.fractional:
+                    self._try(ctx, job, failed)
 
-    def _start_preempting(self, ctx, job: Job, victims: list[Job], paused: set[int]) -> None:
+    def _try(self, ctx, job: Job, failed: set[tuple]) -> bool:
+        """Place and start ``job`` if it fits; remember a shape that does not (the same
+        shape will not fit either, for a deterministic placer)."""
+        shape = (job.tenant if ctx.cluster.partitioned else "", *_shape(job))
+        if shape in failed:
+            return False
         alloc = self.placer.place(ctx, job)
-        if alloc is None and job.idx not in self.blocked:
-            freeable = ctx.state.free_in(ctx.groups_of(job)) + sum(v.num_gpus for v in victims if v.state == RUNNING)
-            if freeable < job.num_gpus:
-                return
-            while alloc is None and victims:
-                victim = victims.pop()  # lowest rank first
-                if victim.state == RUNNING:
-                    ctx.pause(victim)
-                    paused.add(victim.idx)
-                    alloc = self.placer.place(ctx, job)
-            if alloc is None:
-                self.blocked.add(job.idx)  # fragmentation: do not pause more jobs for it until a finish
-        if alloc is not None:
-            ctx.start(job, alloc)
+        if alloc is None:
+            if self.exchangeable:
+                failed.add(shape)
+            return False
+        self._start(ctx, job, alloc)
+        return True
+
+    def _start_preempting(self, ctx, job: Job, victims: list[Job], paused: set[int], failed: set[tuple]) -> None:
+        if self._try(ctx, job, failed) or job.idx in self.blocked:
+            return
+        freeable = ctx.state.free_in(ctx.groups_of(job)) + sum(v.num_gpus for v in victims if v.state == RUNNING)
+        if freeable < job.num_gpus:
+            return
+        while victims:
+            victim = victims.pop()  # lowest rank first
+            if victim.state == RUNNING:
+                ctx.pause(victim)
+                self.paused(ctx, victim)
+                paused.add(victim.idx)
+                failed.clear()
+                if self._try(ctx, job, failed):
+                    return
+        self.blocked.add(job.idx)  # fragmentation: do not pause more jobs for it until a finish
+
+    def _start(self, ctx, job: Job, alloc) -> None:
+        ctx.start(job, alloc)
+        self.started(ctx, job)
+
+    def started(self, ctx, job: Job) -> None:
+        """Hook: this scheduler just started (or resumed) ``job``."""
+
+    def paused(self, ctx, job: Job) -> None:
+        """Hook: this scheduler just paused ``job``."""

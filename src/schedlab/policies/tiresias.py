@@ -67,22 +67,22 @@ class Tiresias(PreemptiveScheduler):
         now = ctx.now
         for job in self.active.values():
             st: _LasState = job.data
-            if job.state == RUNNING:
-                st.level = max(st.level, self._level(ctx, job))
-            elif st.level > 0 and st.last_run_s > 0 and now >= job.queued_since + self.promote_knob * st.last_run_s:
-                st.level = 0
-                st.service_offset = ctx.attained(job)
-        was_running = {idx for idx, j in self.active.items() if j.state == RUNNING}
+            if job.state != RUNNING and st.level > 0 and st.last_run_s > 0:
+                if now >= job.queued_since + self.promote_knob * st.last_run_s:
+                    st.level = 0
+                    st.service_offset = ctx.attained(job)
         super().schedule(ctx)
-        for idx, job in self.active.items():
-            st = job.data
-            if job.state == RUNNING and idx not in was_running:
-                st.run_started_at = now
-                self._arm(ctx, job)
-            elif job.state != RUNNING and idx in was_running:
-                st.last_run_s = now - st.run_started_at
-                if st.level > 0 and st.last_run_s > 0:
-                    ctx.set_timer(now + self.promote_knob * st.last_run_s, (idx, _PROMOTE))
+
+    def started(self, ctx, job: Job) -> None:
+        job.data.run_started_at = ctx.now
+        self._arm(ctx, job)
+
+    def paused(self, ctx, job: Job) -> None:
+        st: _LasState = job.data
+        st.level = max(st.level, self._level(ctx, job))
+        st.last_run_s = ctx.now - st.run_started_at
+        if st.level > 0 and st.last_run_s > 0:
+            ctx.set_timer(ctx.now + self.promote_knob * st.last_run_s, (job.idx, _PROMOTE))
 
     def _level(self, ctx, job: Job, slack: float = 0.0) -> int:
         return bisect.bisect_right(self.thresholds, ctx.attained(job) - job.data.service_offset + slack)

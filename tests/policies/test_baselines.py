@@ -145,3 +145,12 @@ def test_yarn_cs_without_quotas_splits_the_pool_equally() -> None:
     out = by_id(simulate(rows, spec, Checked(YarnCapacity(BestFit()))))
     assert out.loc["a1", "first_start_s"] == 100.0
     assert not math.isnan(out.loc["a1", "end_s"])
+
+
+def test_yarn_cs_refuses_a_job_above_its_tenant_capacity_without_blocking_the_queue() -> None:
+    rows = [job("big", 0, 6, 10.0, tenant="a"), job("small", 1, 2, 10.0, tenant="a")]
+    policy = YarnCapacity(BestFit())
+    out = by_id(simulate(rows, cluster([8], tenants={"a": 4.0, "b": 4.0}), policy))
+    assert policy.refused == ["big"]
+    assert not out.loc["big", "finished"]
+    assert out.loc["small", "first_start_s"] == 1.0

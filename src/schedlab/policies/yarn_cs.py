@@ -6,6 +6,8 @@ placement. A queue blocks at its head: YARN does not reorder jobs within a queue
 ``elastic`` lets a tenant borrow idle GPUs beyond its capacity (YARN's maximum-capacity
 above capacity); borrowed GPUs are not reclaimed (no preemption in this baseline).
 On a partitioned cluster every tenant already owns its nodes, so this is per-VC FIFO.
+A job larger than its tenant's capacity is refused at submission, as YARN refuses an
+application above its queue's limit: it never runs and is reported unfinished.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ class YarnCapacity(Policy):
         self.queues: dict[str, deque[Job]] = {}
         self.used: dict[str, float] = {}
         self.capacity: dict[str, float] = {}
+        self.refused: list[str] = []  # ids of jobs above their tenant's capacity
 
     def setup(self, ctx) -> None:
         spec = ctx.cluster
@@ -47,6 +50,9 @@ class YarnCapacity(Policy):
         return cap
 
     def on_arrival(self, ctx, job: Job) -> None:
+        if job.num_gpus > self._capacity(ctx, job.tenant) and not self.elastic:
+            self.refused.append(job.id)
+            return
         self.queues.setdefault(job.tenant, deque()).append(job)
 
     def on_finish(self, ctx, job: Job) -> None:

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import heapq
 from collections.abc import Callable
+from functools import partial
 
 from sortedcontainers import SortedList
 
@@ -162,24 +163,28 @@ class PreemptiveScheduler(Policy):
         self.placer = placer
         self.active: dict[int, Job] = {}
         self.blocked: set[int] = set()  # admitted jobs that preemption could not place
+        self.fractions = 0  # active jobs asking for part of a GPU
         self.exchangeable = not isinstance(placer, RandomFit)
 
     def on_arrival(self, ctx, job: Job) -> None:
         self.active[job.idx] = job
+        self.fractions += job.fractional
 
     def on_finish(self, ctx, job: Job) -> None:
         del self.active[job.idx]
+        self.fractions -= job.fractional
         self.blocked.clear()  # GPUs were freed: preempting may help again
 
     def schedule(self, ctx) -> None:
         if ctx.pending_count == 0:
             return  # everyone runs: nothing to rank, nobody to preempt
-        priority = self.priority
-        ranked = sorted(self.active.values(), key=lambda j: priority(ctx, j))
+        key = partial(self.priority, ctx)
+        ranked = sorted(self.active.values(), key=key)
         partitioned = ctx.cluster.partitioned
         capacity: dict[str, float] = dict(ctx.state.pool_gpus_on)
         open_pools = sum(1 for c in capacity.values() if c > 0)
         admitted: set[int] = set()
+        waiting: list[Job] = []  # admitted but not running, in rank order
         for job in ranked:
             if not open_pools:
                 break  # every pool is full: the rest is not admitted
@@ -188,18 +193,20 @@ class PreemptiveScheduler(Policy):
             if job.num_gpus <= cap:
                 capacity[pool] = cap - job.num_gpus
                 admitted.add(job.idx)
+                if job.state != RUNNING:
+                    waiting.append(job)
                 if capacity[pool] == 0:
                     open_pools -= 1
         victims: dict[str, list[Job]] = {}
-        for job in ranked:
-            if job.state == RUNNING and job.idx not in admitted:
-                victims.setdefault(ctx.pool_of(job), []).append(job)
+        for job in sorted((j for j in ctx.running.values() if j.idx not in admitted), key=key):
+            victims.setdefault(ctx.pool_of(job), []).append(job)
         paused: set[int] = set()
         failed: set[tuple] = set()  # shapes that did not fit since the last pause
-        for job in ranked:
-            if job.state != RUNNING and job.idx in admitted:
-                self._start_preempting(ctx, job, victims.get(ctx.pool_of(job), []), paused, failed)
+        for job in waiting:
+            self._start_preempting(ctx, job, victims.get(ctx.pool_of(job), []), paused, failed)
         state = ctx.state
+        if state.free_total() == 0 and not self.fractions:
+            return  # nothing free to backfill (fractional jobs may still fit on shared GPUs)
         for job in ranked:
             if job.state != RUNNING and job.idx not in admitted and job.idx not in paused:
                 if state.free_in(ctx.groups_of(job)) > 0 or job.fractional:

@@ -58,7 +58,8 @@ class Tiresias(PreemptiveScheduler):
         job.data = _LasState()
         super().on_arrival(ctx, job)
 
-    def _rank(self, ctx, job: Job) -> tuple[int, float]:
+    @staticmethod
+    def _rank(ctx, job: Job) -> tuple[int, float]:
         return (job.data.level, job.submit)
 
     def schedule(self, ctx) -> None:

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
+from rich.columns import Columns
 from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 from rich.table import Table
@@ -106,7 +107,7 @@ def simulate(
       --cluster uniform:100x8 --policy tiresias --out runs/tiresias
     """
     from schedlab.experiments.run import RunSpec, check_names, simulate_run
-    from schedlab.metrics import summary_table
+    from schedlab.metrics.tables import breakdown_table, summary_table
 
     try:
         check_names([policy], synthetic)
@@ -119,6 +120,8 @@ def simulate(
     except SchedlabError as exc:
         _fail(exc)
     console.print(summary_table(summary))
+    console.print(Columns([breakdown_table(summary, "sizes", title="by job size (GPUs)"),
+                           breakdown_table(summary, "tenants", title="by tenant")]))  # fmt: skip
     console.print(f"results in [bold]{out}[/]  (draw plots: schedlab report {out})")
 
 

@@ -98,6 +98,25 @@ def summary_table(summary: Mapping[str, Any]) -> Table:
     return table
 
 
+def breakdown_table(summary: Mapping[str, Any], key: str, *, title: str, limit: int = 12) -> Table:
+    """Per-tenant (``tenants``) or per-size (``sizes``, ``duration_buckets``) rows of a summary;
+    tenants are listed by job count, the first ``limit`` of them."""
+    rows = list((summary.get(key) or {}).items())
+    if key == "tenants":
+        rows = sorted(rows, key=lambda kv: -(kv[1].get("jobs") or 0))
+    table = Table(title=title)
+    for column in ("", "jobs", "JCT mean", "queue mean"):
+        table.add_column(column, justify="left" if not column else "right")
+    for name, stats in rows[:limit]:
+        table.add_row(
+            str(name), format_value("jobs", stats.get("jobs")), format_value("jct_mean_s", stats.get("jct_mean_s")),
+            format_value("queue_mean_s", stats.get("queue_mean_s")),
+        )  # fmt: skip
+    if len(rows) > limit:
+        table.caption = f"{len(rows) - limit} more in summary.json"
+    return table
+
+
 def comparison_frame(summaries: Sequence[Mapping[str, Any]]) -> pd.DataFrame:
     """One row per run: the headline keys, then any other scalar keys (e.g. ``sim_wall_s``)."""
     columns = list(HEADLINE_KEYS)

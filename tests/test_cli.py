@@ -103,3 +103,28 @@ def test_bad_row_names_file_row_and_field(tmp_path: Path) -> None:
     assert result.exit_code == 2
     message = " ".join(result.output.split())
     assert "bad.csv" in message and "row 2" in message and "duration" in message
+
+
+def test_generic_csv_with_column_mapping_and_time_unit(tmp_path: Path) -> None:
+    path = tmp_path / "jobs.csv"
+    path.write_text("id,t,gpus,runtime_min\na,0,1,10\nb,1,2,5\n")
+    out = tmp_path / "run"
+    args = ["simulate", "--trace", str(path), "--format", "csv", "--map", "job_id=id", "--map", "submit_s=t",
+            "--map", "num_gpus=gpus", "--map", "duration_s=runtime_min", "--time-unit", "min",
+            "--cluster", "uniform:1x8", "--out", str(out), "--no-progress"]  # fmt: skip
+    result = runner.invoke(app, args)
+    assert result.exit_code == 0, result.output
+    jobs = pd.read_parquet(out / "jobs.parquet").set_index("job_id")
+    assert jobs.loc["a", "end_s"] == 600.0 and jobs.loc["b", "end_s"] == 60.0 + 300.0
+
+
+def test_horizon_reports_jobs_that_never_arrived_apart(tmp_path: Path) -> None:
+    out = tmp_path / "run"
+    args = ["simulate", "--synthetic", "simple", "--jobs", "400", "--horizon", "2", "--out", str(out), "--no-progress"]
+    assert runner.invoke(app, args).exit_code == 0
+    summary = json.loads((out / "summary.json").read_text())
+    jobs = pd.read_parquet(out / "jobs.parquet")
+    late = jobs["submit_s"] > 2 * 3600
+    assert summary["not_arrived"] == int(late.sum()) > 0
+    assert jobs.loc[late, "queue_s"].isna().all()
+    assert summary["unfinished"] >= summary["not_arrived"]

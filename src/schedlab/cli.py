@@ -37,12 +37,14 @@ FormatOpt = Annotated[Optional[str], typer.Option("--format", "-f", help="Trace 
 SyntheticOpt = Annotated[Optional[str], typer.Option("--synthetic", help="Synthetic profile: venus, philly, gfs, simple.")]
 JobsOpt = Annotated[int, typer.Option("--jobs", "-n", min=1, help="Number of synthetic jobs.")]
 LoadOpt = Annotated[Optional[float], typer.Option("--load", help="Offered load of a synthetic trace (default: profile's).")]
-ClusterOpt = Annotated[Optional[str], typer.Option("--cluster", "-c", help="Preset (see `schedlab clusters`), uniform:NxG, helios:PATH[@DATE], gfs:PATH. Default for synthetic traces: the profile's cluster.")]
+ClusterOpt = Annotated[Optional[str], typer.Option("--cluster", "-c", help="Preset (see `schedlab clusters`), uniform:NxG, helios:PATH\\[@DATE], gfs:PATH. Default for synthetic traces: the profile's cluster.")]
 PlacerOpt = Annotated[Optional[str], typer.Option("--placer", help="consolidate, best-fit, first-fit or random (default: the policy's).")]
 SeedOpt = Annotated[int, typer.Option("--seed", help="Seed for the synthetic trace, sampling and random placement.")]
 WindowOpt = Annotated[Optional[str], typer.Option("--window", help="Keep jobs submitted in START:END hours from the trace start.")]
 SampleOpt = Annotated[Optional[int], typer.Option("--sample", min=1, help="Keep a random sample of N jobs.")]
 ArrivalOpt = Annotated[Optional[float], typer.Option("--arrival-scale", min=0.01, help="Load x K: compress inter-arrival gaps by K.")]
+MapOpt = Annotated[Optional[list[str]], typer.Option("--map", help="For --format csv: CANONICAL=SOURCE column mapping, e.g. --map submit_s=submitted --map duration_s=runtime (repeat).")]
+TimeUnitOpt = Annotated[Optional[str], typer.Option("--time-unit", help="For --format csv: unit of submit and duration columns (s, ms, min, h).")]
 HorizonOpt = Annotated[Optional[float], typer.Option("--horizon", help="Stop at this simulated time (hours); unfinished jobs are reported.")]
 RestoreOpt = Annotated[float, typer.Option("--restore-s", help="Seconds to restore a stopped job from its checkpoint.")]
 CkptOpt = Annotated[float, typer.Option("--checkpoint-s", help="Seconds to save a checkpoint on pause or migration.")]
@@ -58,12 +60,20 @@ def _fail(exc: Exception) -> None:
     raise typer.Exit(code=2)
 
 
-def _workload_spec(trace, fmt, synthetic, jobs, seed, load, window, sample, arrival_scale):
+def _workload_spec(trace, fmt, synthetic, jobs, seed, load, window, sample, arrival_scale, mapping, time_unit):
     from schedlab.experiments.run import WorkloadSpec, parse_window
 
+    options: dict = {}
+    if mapping:
+        pairs = [m.partition("=") for m in mapping]
+        if any(not sep or not a or not b for a, sep, b in pairs):
+            raise ConfigError("--map takes CANONICAL=SOURCE, e.g. --map duration_s=runtime")
+        options["columns"] = {a: b for a, _, b in pairs}
+    if time_unit:
+        options["time_unit"] = time_unit
     return WorkloadSpec(
         trace=str(trace) if trace is not None else None, fmt=fmt, synthetic=synthetic, jobs=jobs, seed=seed,
-        load=load, window_s=parse_window(window), sample=sample, arrival_scale=arrival_scale,
+        load=load, window_s=parse_window(window), sample=sample, arrival_scale=arrival_scale, options=options,
     )  # fmt: skip
 
 
@@ -91,6 +101,8 @@ def simulate(
     window: WindowOpt = None,
     sample: SampleOpt = None,
     arrival_scale: ArrivalOpt = None,
+    mapping: MapOpt = None,
+    time_unit: TimeUnitOpt = None,
     horizon: HorizonOpt = None,
     restore_s: RestoreOpt = 30.0,
     checkpoint_s: CkptOpt = 10.0,
@@ -112,7 +124,7 @@ def simulate(
     try:
         check_names([policy], synthetic)
         spec = RunSpec(
-            _workload_spec(trace, fmt, synthetic, jobs, seed, load, window, sample, arrival_scale),
+            _workload_spec(trace, fmt, synthetic, jobs, seed, load, window, sample, arrival_scale, mapping, time_unit),
             cluster, policy, placer, seed, _config(horizon, restore_s, checkpoint_s, checkpoint_interval_s),
         )  # fmt: skip
         with _progress(progress, f"{policy}") as tick:
@@ -140,6 +152,8 @@ def compare(
     window: WindowOpt = None,
     sample: SampleOpt = None,
     arrival_scale: ArrivalOpt = None,
+    mapping: MapOpt = None,
+    time_unit: TimeUnitOpt = None,
     horizon: HorizonOpt = None,
     restore_s: RestoreOpt = 30.0,
     checkpoint_s: CkptOpt = 10.0,
@@ -161,7 +175,7 @@ def compare(
         if len(set(policy)) != len(policy):
             raise ConfigError("each --policy may be given once")
         check_names(policy, synthetic)
-        wspec = _workload_spec(trace, fmt, synthetic, jobs, seed, load, window, sample, arrival_scale)
+        wspec = _workload_spec(trace, fmt, synthetic, jobs, seed, load, window, sample, arrival_scale, mapping, time_unit)
         config = _config(horizon, restore_s, checkpoint_s, checkpoint_interval_s)
         specs = [RunSpec(wspec, cluster, p, placer, seed, config) for p in policy]
         specs[0].cluster_name()
@@ -214,7 +228,10 @@ def clusters() -> None:
     for name, (summary, _) in PRESETS.items():
         table.add_row(name, summary)
     console.print(table)
-    console.print("Also: uniform:NxG[:TYPE], helios:PATH[@DATE] (cluster_gpu_number.csv), gfs:PATH (node_info_df.csv)")
+    console.print(
+        "Also: uniform:NxG[:TYPE], helios:PATH[@DATE] (cluster_gpu_number.csv), gfs:PATH (node_info_df.csv)",
+        markup=False,
+    )
 
 
 @traces_app.command("list")

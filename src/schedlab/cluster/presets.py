@@ -133,7 +133,7 @@ def _idle_w(gpus: int) -> float:
 PRESETS: dict[str, tuple[str, Callable[[], ClusterSpec]]] = {
     "uniform": ("16 nodes x 8 V100 in one shared pool", lambda: uniform()),
     "uniform-800x8": ("800 nodes x 8 GPUs = 6,400 GPUs (benchmark scale)", lambda: uniform(800, 8)),
-    "venus": ("Helios Venus, 15 VCs of 8-GPU nodes, 2020-09-01 (1,064 GPUs, partitioned)",
+    "venus": ("Helios Venus, 16 VCs of 8-GPU nodes, 2020-09-01 (1,064 GPUs, partitioned)",
               lambda: partitioned(VENUS_SEPT_NODES, name="venus")),
     "philly": ("Philly, 11 VCs of 8-GPU nodes as in the Helios QSSF simulation (2,816 GPUs, partitioned)",
                lambda: partitioned(PHILLY_VC_NODES, name="philly")),

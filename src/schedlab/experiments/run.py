@@ -129,6 +129,7 @@ def simulate_run(
         "cluster_gpus": cluster.total_gpus,
         "seed": spec.seed,
         "stalled_jobs": result.meta["stalled"],
+        "not_arrived": result.meta["not_arrived"],
         "sim_wall_s": round(time.perf_counter() - wall0, 3),
         "engine_wall_s": round(result.meta["engine_wall_s"], 3),
         "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),

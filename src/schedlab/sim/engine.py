@@ -551,7 +551,7 @@ class _Outputs:
         nan = np.full(n, np.nan)
         self.first_start = nan.copy()
         self.end = nan.copy()
-        self.queue_s = np.zeros(n)
+        self.queue_s = nan.copy()  # stays NaN for jobs submitted after the horizon
         self.run_s = np.zeros(n)
         self.gpu_seconds = np.zeros(n)
         self.lost_work = np.zeros(n)

@@ -45,6 +45,7 @@ SampleOpt = Annotated[Optional[int], typer.Option("--sample", min=1, help="Keep 
 ArrivalOpt = Annotated[Optional[float], typer.Option("--arrival-scale", min=0.01, help="Load x K: compress inter-arrival gaps by K.")]
 MapOpt = Annotated[Optional[list[str]], typer.Option("--map", help="For --format csv: CANONICAL=SOURCE column mapping, e.g. --map submit_s=submitted --map duration_s=runtime (repeat).")]
 TimeUnitOpt = Annotated[Optional[str], typer.Option("--time-unit", help="For --format csv: unit of submit and duration columns (s, ms, min, h).")]
+TrainUntilOpt = Annotated[Optional[float], typer.Option("--train-until", min=0, help="Train/test split at HOURS from the trace start: jobs finished before it are history for predictors (qssf); only jobs submitted from it on are simulated.")]
 HorizonOpt = Annotated[Optional[float], typer.Option("--horizon", help="Stop at this simulated time (hours); unfinished jobs are reported.")]
 RestoreOpt = Annotated[float, typer.Option("--restore-s", help="Seconds to restore a stopped job from its checkpoint.")]
 CkptOpt = Annotated[float, typer.Option("--checkpoint-s", help="Seconds to save a checkpoint on pause or migration.")]
@@ -77,6 +78,13 @@ def _workload_spec(trace, fmt, synthetic, jobs, seed, load, window, sample, arri
     )  # fmt: skip
 
 
+def _split(wspec, train_until: float | None):
+    """The workload spec with a train/test split at ``train_until`` hours (None: no split)."""
+    from dataclasses import replace
+
+    return wspec if train_until is None else replace(wspec, train_until_s=train_until * 3600)
+
+
 def _config(horizon: float | None, restore_s: float, checkpoint_s: float, interval: float):
     from schedlab.sim.engine import SimConfig
 
@@ -103,6 +111,7 @@ def simulate(
     arrival_scale: ArrivalOpt = None,
     mapping: MapOpt = None,
     time_unit: TimeUnitOpt = None,
+    train_until: TrainUntilOpt = None,
     horizon: HorizonOpt = None,
     restore_s: RestoreOpt = 30.0,
     checkpoint_s: CkptOpt = 10.0,
@@ -123,9 +132,10 @@ def simulate(
 
     try:
         check_names([policy], synthetic)
+        wspec = _workload_spec(trace, fmt, synthetic, jobs, seed, load, window, sample, arrival_scale, mapping, time_unit)
         spec = RunSpec(
-            _workload_spec(trace, fmt, synthetic, jobs, seed, load, window, sample, arrival_scale, mapping, time_unit),
-            cluster, policy, placer, seed, _config(horizon, restore_s, checkpoint_s, checkpoint_interval_s),
+            _split(wspec, train_until), cluster, policy, placer, seed,
+            _config(horizon, restore_s, checkpoint_s, checkpoint_interval_s),
         )  # fmt: skip
         with _progress(progress, f"{policy}") as tick:
             summary = simulate_run(spec, out, progress=tick)
@@ -154,6 +164,7 @@ def compare(
     arrival_scale: ArrivalOpt = None,
     mapping: MapOpt = None,
     time_unit: TimeUnitOpt = None,
+    train_until: TrainUntilOpt = None,
     horizon: HorizonOpt = None,
     restore_s: RestoreOpt = 30.0,
     checkpoint_s: CkptOpt = 10.0,
@@ -175,7 +186,8 @@ def compare(
         if len(set(policy)) != len(policy):
             raise ConfigError("each --policy may be given once")
         check_names(policy, synthetic)
-        wspec = _workload_spec(trace, fmt, synthetic, jobs, seed, load, window, sample, arrival_scale, mapping, time_unit)
+        wspec = _split(_workload_spec(trace, fmt, synthetic, jobs, seed, load, window, sample, arrival_scale,
+                                      mapping, time_unit), train_until)  # fmt: skip
         config = _config(horizon, restore_s, checkpoint_s, checkpoint_interval_s)
         specs = [RunSpec(wspec, cluster, p, placer, seed, config) for p in policy]
         specs[0].cluster_name()
@@ -201,6 +213,47 @@ def report(run_dir: Annotated[Path, typer.Argument(help="A run directory, or a c
         _fail(exc)
     for p in paths:
         console.print(f"wrote {p}")
+
+
+@app.command()
+def characterize(
+    out: Annotated[Path, typer.Option("--out", "-o", help="Output directory: one PNG per analysis, summary.json, index.html.")],
+    trace: Annotated[Optional[Path], typer.Argument(help="Trace file (or folder, for pai); omit with --synthetic.")] = None,
+    fmt: FormatOpt = None,
+    synthetic: SyntheticOpt = None,
+    jobs: JobsOpt = 10000,
+    seed: SeedOpt = 0,
+    cluster: Annotated[Optional[str], typer.Option("--cluster", "-c", help="Show utilisation relative to this cluster's GPUs (and each VC's): a preset, uniform:NxG, helios:PATH\\[@DATE], gfs:PATH.")] = None,
+    window: WindowOpt = None,
+    sample: SampleOpt = None,
+    mapping: MapOpt = None,
+    time_unit: TimeUnitOpt = None,
+) -> None:
+    """Characterise a workload as in Hu et al. (SC '21, Helios) section 3: PNG plots and an HTML page.
+
+    Hourly usage and submissions, monthly trends, per-VC utilisation, duration and GPU-demand CDFs, final states by GPU demand, GPU time and queueing by user; an analysis the trace lacks data for is skipped with a note.
+
+    Examples:
+
+      schedlab characterize philly.csv --format pollux-philly --out char/philly
+
+      schedlab characterize --synthetic venus --jobs 50000 --cluster venus --out char/venus
+    """
+    from schedlab.analysis.characterize import characterize as run_characterize
+    from schedlab.cluster.presets import load_cluster
+
+    try:
+        if (trace is None) == (synthetic is None):
+            raise ConfigError("give either a TRACE file (with --format F) or --synthetic PROFILE")
+        spec = _workload_spec(trace, fmt, synthetic, jobs, seed, None, window, sample, None, mapping, time_unit)
+        cluster_spec = load_cluster(cluster) if cluster else None
+        with console.status("characterising ..."):
+            paths = run_characterize(spec.build(), out, cluster=cluster_spec)
+    except SchedlabError as exc:
+        _fail(exc)
+    for p in paths:
+        console.print(f"wrote {p}")
+    console.print(f"open [bold]{out / 'index.html'}[/] for the report")
 
 
 @app.command()

@@ -37,10 +37,11 @@ def test_consolidate_never_splits_a_job_that_fits_on_one_node() -> None:
     assert BestFit().place(ctx, make_job(4)) == [(0, 3), (1, 1)]
 
 
-def test_consolidate_gives_multi_node_jobs_whole_free_nodes_and_a_best_fit_remainder() -> None:
+def test_consolidate_gives_multi_node_jobs_whole_free_nodes_and_the_remainder_to_the_most_free_node() -> None:
     ctx = mixed()
     assert Consolidate().place(ctx, make_job(16)) == [(0, 8), (3, 8)]
-    assert Consolidate().place(ctx, make_job(12)) == [(0, 8), (2, 4)]
+    assert Consolidate().place(ctx, make_job(12)) == [(0, 8), (3, 4)]  # Helios: next node by most free
+    assert Consolidate().place(context(cluster([8, 8, 8]), {1: 5, 2: 3}), make_job(12)) == [(0, 8), (2, 4)]
     assert Consolidate().place(context(cluster([8, 8, 8, 8]), {1: 5, 2: 3, 3: 1}), make_job(16)) is None
 
 

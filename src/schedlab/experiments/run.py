@@ -19,9 +19,11 @@ import numpy as np
 
 from schedlab.cluster.presets import load_cluster
 from schedlab.cluster.spec import ClusterSpec
+from schedlab.energy.ces import CESConfig
+from schedlab.energy.policy import CESPolicy
 from schedlab.errors import ConfigError
 from schedlab.metrics import summarize, write_summary
-from schedlab.policies.registry import POLICIES, make_policy
+from schedlab.policies.registry import POLICIES, PolicyOptions, make_policy
 from schedlab.sim.engine import SimConfig, Simulation
 from schedlab.workload import transforms
 from schedlab.workload.loaders import load_trace
@@ -49,6 +51,18 @@ class WorkloadSpec:
     class_scale: tuple[str, float] | None = None
     cluster_gpus: int | None = None
     options: dict[str, Any] = field(default_factory=dict)
+    train_until_s: float | None = None
+
+    def build_split(self) -> tuple[Workload | None, Workload]:
+        """(history, evaluation): with ``train_until_s``, the jobs finished before it are
+        history for predictors and only the jobs submitted from it on are simulated."""
+        w = self.build()
+        if self.train_until_s is None:
+            return None, w
+        history, evaluation = transforms.split_history(w, self.train_until_s)
+        if len(evaluation) == 0:
+            raise ConfigError(f"no job is submitted after --train-until ({self.train_until_s / 3600:g} h)")
+        return history, evaluation
 
     def build(self) -> Workload:
         if (self.trace is None) == (self.synthetic is None):
@@ -83,6 +97,7 @@ class RunSpec:
     placer: str | None = None
     seed: int = 0
     config: SimConfig = field(default_factory=SimConfig)
+    ces: CESConfig | None = None  # wrap the policy in the CES service (or vanilla DRS)
 
     def cluster_name(self) -> str:
         if self.cluster:
@@ -107,18 +122,25 @@ def simulate_run(
     out_dir: Path | None,
     *,
     workload: Workload | None = None,
+    history: Workload | None = None,
     cluster: ClusterSpec | None = None,
     progress: Callable[[int, int], None] | None = None,
 ) -> dict[str, Any]:
-    """Run one simulation; write jobs.parquet, timeseries.parquet and summary.json to ``out_dir``."""
+    """Run one simulation; write jobs.parquet, timeseries.parquet and summary.json to ``out_dir``.
+
+    ``history`` (or the spec's train/test split) warm-starts predictor-based policies; a
+    policy with a ``report(jobs)`` method adds its entries (e.g. ``predictor``) to the summary."""
     wall0 = time.perf_counter()
     cluster = cluster or load_cluster(spec.cluster_name())
     if workload is None:
         wspec = spec.workload
         if wspec.synthetic is not None and wspec.cluster_gpus is None:
             wspec = replace(wspec, cluster_gpus=cluster.total_gpus)
-        workload = wspec.build()
-    policy = make_policy(spec.policy, placer=spec.placer, rng=np.random.default_rng(spec.seed))
+        history, workload = wspec.build_split()
+    options = PolicyOptions(history=history, seed=spec.seed)
+    policy = make_policy(spec.policy, placer=spec.placer, rng=np.random.default_rng(spec.seed), options=options)
+    if spec.ces is not None:
+        policy = CESPolicy(policy, spec.ces, seed=spec.seed)
     sim = Simulation(workload, cluster, policy, config=spec.config, seed=spec.seed)
     result = sim.run(progress=progress)
     placer = spec.placer or POLICIES[spec.policy].default_placer
@@ -134,12 +156,21 @@ def simulate_run(
         "engine_wall_s": round(result.meta["engine_wall_s"], 3),
         "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
     }
+    if history is not None:
+        extra["history_jobs"] = len(history)
+    report = getattr(policy, "report", None)
+    if report is not None:
+        extra.update(report(result.jobs))
+    if isinstance(policy, CESPolicy):
+        extra[spec.ces.label] = policy.energy_report(len(cluster.nodes))
     summary = summarize(result.jobs, result.timeseries, policy=spec.policy, extra=extra)
     if out_dir is not None:
         out_dir.mkdir(parents=True, exist_ok=True)
         result.jobs.to_parquet(out_dir / "jobs.parquet", index=False)
         result.timeseries.to_parquet(out_dir / "timeseries.parquet", index=False)
         write_summary(out_dir / "summary.json", summary)
+        if isinstance(policy, CESPolicy):
+            policy.write_plot(out_dir / "ces_nodes.png", len(cluster.nodes))
     return summary
 
 

@@ -86,9 +86,9 @@ class Placer:
 
 class Consolidate(Placer):
     """Helios' consolidated placement: as few nodes as possible. A job that fits on one node
-    waits for one (best fit); a larger job takes whole free nodes, plus one best-fit node for
-    a remainder (or, if the cluster's node sizes or GPU types can never give it that shape,
-    the nodes with the most free GPUs)."""
+    waits for one (best fit); a larger job takes whole free nodes (lowest ids first), plus the
+    node with the most free GPUs for a remainder, as Helios' placer does (or, if the cluster's
+    node sizes or GPU types can never give it that shape, the nodes with the most free GPUs)."""
 
     name = "consolidate"
     split_small_jobs = False
@@ -103,7 +103,7 @@ class Consolidate(Placer):
             nodes = list(full[:whole])
             alloc: Alloc = [(n, size) for n in nodes]
             if rest:
-                tail = next((n for k in range(rest, size + 1) for n in g.buckets[k] if n not in nodes), None)
+                tail = next((n for k in range(size, rest - 1, -1) for n in g.buckets[k] if n not in nodes), None)
                 if tail is None:
                     continue
                 alloc.append((tail, rest))

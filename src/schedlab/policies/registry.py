@@ -5,8 +5,9 @@ Adding a policy means one module and one entry in ``POLICIES``; the engine never
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -14,16 +15,42 @@ from schedlab.errors import ConfigError
 from schedlab.policies import classic
 from schedlab.policies.base import Policy
 from schedlab.policies.placers import PLACERS, Placer, make_placer
+from schedlab.policies.qssf import QSSF
 from schedlab.policies.tiresias import Tiresias
 from schedlab.policies.yarn_cs import YarnCapacity
+from schedlab.predict.duration import DurationSettings
+from schedlab.workload.schema import Workload
+
+
+@dataclass(frozen=True)
+class PolicyOptions:
+    """What a policy may be built with besides its placer: a warm-start ``history`` (jobs
+    finished before the simulated workload, on its time axis), a ``seed`` and ``params``."""
+
+    history: Workload | None = None
+    seed: int = 0
+    params: Mapping[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
 class PolicyInfo:
+    """A registered policy; ``build(placer)``, or ``build(placer, options)`` when ``takes_options``."""
+
     name: str
     summary: str
     default_placer: str
-    build: Callable[[Placer], Policy]
+    build: Callable[..., Policy]
+    takes_options: bool = False
+
+
+def _qssf(placer: Placer, options: PolicyOptions) -> QSSF:
+    params = dict(options.params)
+    refit = float(params.pop("refit_every_s", 86400.0))
+    try:
+        settings = DurationSettings(**params)
+    except (TypeError, ValueError) as exc:
+        raise ConfigError(f"qssf: {exc}") from exc
+    return QSSF(placer, history=options.history, settings=settings, refit_every_s=refit, seed=options.seed)
 
 
 POLICIES: dict[str, PolicyInfo] = {
@@ -43,6 +70,8 @@ POLICIES: dict[str, PolicyInfo] = {
                    lambda placer: Tiresias(placer)),
         PolicyInfo("yarn-cs", "YARN capacity scheduler: per-tenant FIFO within capacity", "best-fit",
                    lambda placer: YarnCapacity(placer)),
+        PolicyInfo("qssf", "quasi-shortest-service-first: predicted GPU time from past jobs; non-preemptive; "
+                   "blocks at the head (Helios)", "consolidate", _qssf, takes_options=True),
     )
 }  # fmt: skip
 
@@ -51,11 +80,19 @@ def policy_names() -> list[str]:
     return list(POLICIES)
 
 
-def make_policy(name: str, *, placer: str | None = None, rng: np.random.Generator) -> Policy:
-    """Build a registered policy with its default placer, or with ``placer``."""
+def make_policy(
+    name: str, *, placer: str | None = None, rng: np.random.Generator, options: PolicyOptions | None = None
+) -> Policy:
+    """Build a registered policy with its default placer, or with ``placer``; ``options``
+    reach the policies that take them (others refuse ``params``, ignore the history)."""
     info = POLICIES.get(name)
     if info is None:
         raise ConfigError(f"unknown policy '{name}'; choose one of {', '.join(POLICIES)}")
     if placer is not None and placer not in PLACERS:
         raise ConfigError(f"unknown placer '{placer}'; choose one of {', '.join(PLACERS)}")
-    return info.build(make_placer(placer or info.default_placer, rng))
+    built = make_placer(placer or info.default_placer, rng)
+    if info.takes_options:
+        return info.build(built, options or PolicyOptions())
+    if options is not None and options.params:
+        raise ConfigError(f"policy '{name}' takes no options (got {', '.join(options.params)})")
+    return info.build(built)

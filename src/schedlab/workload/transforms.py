@@ -1,4 +1,5 @@
-"""Workload transforms: windows, samples, load scaling, class scaling and re-basing.
+"""Workload transforms: windows, samples, load scaling, class scaling, re-basing and the
+train/test split of history-based predictors.
 
 Each transform returns a new :class:`Workload` sorted by submit time and appends a record to
 ``meta["transforms"]`` naming the operation, its arguments and how many rows it removed or
@@ -94,6 +95,29 @@ def shift_to_zero(w: Workload) -> Workload:
     if w.origin is not None:
         out.origin = w.origin + pd.Timedelta(seconds=first)
     return out
+
+
+def split_history(w: Workload, train_until_s: float) -> tuple[Workload, Workload]:
+    """Split at ``train_until_s``: (history, evaluation) on the same time axis and origin.
+
+    Evaluation keeps the jobs submitted at or after ``train_until_s``. History keeps the jobs
+    that finished before it, taking ``submit_s + duration_s`` as a trace job's finish (its
+    queueing in the real cluster is unknown); jobs submitted before the split that were still
+    running at it belong to neither and are counted as ``dropped_running``.
+    """
+    jobs = w.jobs
+    submit = jobs["submit_s"].to_numpy()
+    finished = submit + jobs["duration_s"].to_numpy() <= train_until_s
+    evaluated = submit >= train_until_s
+    record = {
+        "op": "split_history",
+        "train_until_s": train_until_s,
+        "history": int(finished.sum()),
+        "dropped_running": int(np.sum(~finished & ~evaluated)),
+    }
+    history = _result(w, jobs[finished], {**record, "removed": int(np.sum(~finished))})
+    evaluation = _result(w, jobs[evaluated], {**record, "removed": int(np.sum(~evaluated))})
+    return history, evaluation
 
 
 def _jittered(

@@ -181,6 +181,27 @@ class ClusterState:
         if milli < FULL:
             self._update_partial(node)
 
+    def reclaim(self, node: int, gids: tuple[int, ...], milli: int) -> None:
+        """Exact inverse of :meth:`release`: the job holding ``milli`` of ``gids`` comes back
+        (used by what-if checks that release GPUs and then restore them)."""
+        used = self.gpu_used[node]
+        holders = self.gpu_jobs[node]
+        taken = 0
+        for gid in gids:
+            if holders[gid] == 0:
+                self.free_ids[node].remove(gid)
+                taken += 1
+            before = min(used[gid], FULL)
+            used[gid] += milli
+            holders[gid] += 1
+            self.busy_gpus += (min(used[gid], FULL) - before) / FULL
+        if taken:
+            old = self.free[node]
+            self.free[node] = old - taken
+            self._move(node, old, old - taken)
+        if milli < FULL:
+            self._update_partial(node)
+
     def _update_partial(self, node: int) -> None:
         partial = self.groups[self.node_group[node]].partial
         if any(0 < u < FULL for u in self.gpu_used[node]):

@@ -149,9 +149,9 @@ class PreemptiveScheduler(Policy):
     Every round: rank all active jobs by ``priority(ctx, job)`` (lower runs first) and admit
     jobs in rank order while the sum of their GPUs fits the pool's powered-on GPUs. Each
     admitted pending job, in rank order, is placed; if it does not fit, running jobs that were
-    not admitted are paused, lowest rank first, until it does (only when enough of them could
-    free the GPUs it needs; if pausing all of them still leaves it unplaced, no more jobs are
-    paused for it until some job finishes). Paused jobs keep their work (checkpointed; the engine charges the
+    not admitted are paused, lowest rank first, until it does - only when releasing their GPUs
+    in a what-if check shows that the placer can then place it; otherwise nothing is paused
+    for it until some job finishes. Paused jobs keep their work (checkpointed; the engine charges the
     restart cost). Then, to stay work-conserving, pending jobs that were not admitted start if
     they fit, except jobs paused in this round. A round with pending jobs ranks every active
     job: O(A log A) for A active jobs; a round with none returns at once.
@@ -229,19 +229,40 @@ class PreemptiveScheduler(Policy):
     def _start_preempting(self, ctx, job: Job, victims: list[Job], paused: set[int], failed: set[tuple]) -> None:
         if self._try(ctx, job, failed) or job.idx in self.blocked:
             return
-        freeable = ctx.state.free_in(ctx.groups_of(job)) + sum(v.num_gpus for v in victims if v.state == RUNNING)
-        if freeable < job.num_gpus:
+        chosen = self._victims_that_make_room(ctx, job, victims)
+        if chosen is None:
+            self.blocked.add(job.idx)  # no set of victims frees a placement: wait for a finish
             return
-        while victims:
-            victim = victims.pop()  # lowest rank first
-            if victim.state == RUNNING:
-                ctx.pause(victim)
-                self.paused(ctx, victim)
-                paused.add(victim.idx)
-                failed.clear()
-                if self._try(ctx, job, failed):
-                    return
-        self.blocked.add(job.idx)  # fragmentation: do not pause more jobs for it until a finish
+        for victim in chosen:
+            victims.remove(victim)
+            ctx.pause(victim)
+            self.paused(ctx, victim)
+            paused.add(victim.idx)
+        failed.clear()
+        self._try(ctx, job, failed)
+
+    def _victims_that_make_room(self, ctx, job: Job, victims: list[Job]) -> list[Job] | None:
+        """The fewest lowest-ranked victims whose GPUs, once freed, let the placer place
+        ``job``; found by releasing their GPUs in the cluster state and restoring them."""
+        state = ctx.state
+        freeable = state.free_in(ctx.groups_of(job)) + sum(v.num_gpus for v in victims)
+        if freeable < job.num_gpus:
+            return None
+        chosen: list[Job] = []
+        found = False
+        for victim in reversed(victims):  # lowest rank first
+            if victim.colocated:
+                continue
+            for node, gids in victim.alloc:
+                state.release(node, gids, victim.milli)
+            chosen.append(victim)
+            if self.placer.place(ctx, job) is not None:
+                found = True
+                break
+        for victim in chosen:
+            for node, gids in victim.alloc:
+                state.reclaim(node, gids, victim.milli)
+        return chosen if found else None
 
     def _start(self, ctx, job: Job, alloc) -> None:
         ctx.start(job, alloc)

@@ -1,0 +1,266 @@
+"""The CES service (Helios §4.3, Algorithm 2) inside a scheduling simulation.
+
+:class:`CESPolicy` wraps any policy: every callback goes to the inner policy first, then the
+service acts through the context with ``ctx.power_off`` (idle, booted nodes only) and
+``ctx.power_on`` (usable ``SimConfig.boot_s`` later; jobs waiting for it wait that long).
+
+* JobArrivalCheck runs after each scheduling round, for the jobs that arrived at that
+  instant and are still pending: when the job's pool has fewer idle powered nodes plus
+  booting nodes than the job needs whole nodes, the missing nodes plus the buffer boot.
+* PeriodicCheck runs on a timer every ``check_s``. The running count ``r`` is the number of
+  booted nodes holding work. Its samples are the forecaster's history, so the forecaster
+  (retrained once a simulated day) only ever sees the run so far.
+
+Deviations: the trends and the forecast are cluster-wide, as in §4.3, while nodes belong to
+pools (VCs): a power-down takes idle nodes from the pool with the most idle powered nodes
+first; no node of a pool with a pending job is powered down, and each check repeats
+JobArrivalCheck for the oldest pending job of each pool (a job queued behind others would
+otherwise wait for nodes nobody wakes, since only arrivals trigger a wake-up); until the forecaster
+has ``min_train_days`` of history, CES powers nothing down (vanilla DRS needs no forecast).
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+from collections import deque
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from schedlab.energy.ces import CESConfig, arrival_check, history_trend, periodic_check
+from schedlab.energy.report import plot_nodes, table5
+from schedlab.policies.base import Policy
+from schedlab.predict.node_demand import ForecastConfig, NodeDemandForecaster, smape
+from schedlab.sim.job import PENDING, Job
+
+DEFAULT_ORIGIN = "2020-01-06"  # a Monday: calendar features for workloads without dates
+
+
+@dataclass
+class _Log:
+    """Samples taken at each PeriodicCheck, before it acts."""
+
+    time_s: list[float] = field(default_factory=list)
+    running: list[int] = field(default_factory=list)
+    powered: list[int] = field(default_factory=list)
+    off_watts: list[float] = field(default_factory=list)
+
+
+class CESPolicy(Policy):
+    """Wrap ``inner`` with the CES service (or vanilla DRS when ``config.use_forecast`` is False)."""
+
+    def __init__(
+        self,
+        inner: Policy,
+        config: CESConfig,
+        *,
+        seed: int,
+        forecast: ForecastConfig | None = None,
+        min_train_days: float = 2.0,
+        retrain_s: float = 86400.0,
+    ) -> None:
+        self.inner = inner
+        self.config = config
+        self.name = f"{inner.name}+{'ces' if config.use_forecast else 'drs'}"
+        self.forecast_config = forecast or ForecastConfig(step=f"{int(config.check_s)}s")
+        self.seed = seed
+        self.min_train_days = min_train_days
+        fc = self.forecast_config
+        self._context_steps = fc.lead_steps + max(fc.lags_steps + fc.windows_steps) + 1
+        self.retrain_s = retrain_s
+        self._tick = object()
+        self._new: list[Job] = []
+        self._waiting: dict[str, deque[Job]] = {}  # per pool, in arrival order
+        self._arrived = 0
+        self._expected = 0
+        self._origin = pd.Timestamp(DEFAULT_ORIGIN)
+        self._model: NodeDemandForecaster | None = None
+        self._trained_at = -math.inf
+        self._booting: dict[str, int] = {}
+        self._delayed: set[int] = set()
+        self.wakeups: list[int] = []
+        self.power_downs = 0
+        self.log = _Log()
+        self._issued: list[tuple[int, list[float]]] = []  # (sample index, forecast after it)
+
+    # ----- delegation -------------------------------------------------------------------------
+    def __getattr__(self, name: str) -> Any:
+        """Anything else (e.g. a predictor's ``report`` hook) is the inner policy's."""
+        if name == "inner":
+            raise AttributeError(name)
+        return getattr(self.inner, name)
+
+    def setup(self, ctx) -> None:
+        self.inner.setup(ctx)
+        self._expected = len(ctx.workload)
+        if ctx.workload.origin is not None:
+            self._origin = pd.Timestamp(ctx.workload.origin)
+        ctx.set_timer(ctx.now + self.config.check_s, self._tick)
+
+    def on_arrival(self, ctx, job: Job) -> None:
+        self.inner.on_arrival(ctx, job)
+        self._arrived += 1
+        self._new.append(job)
+        self._waiting.setdefault(ctx.pool_of(job), deque()).append(job)
+
+    def on_finish(self, ctx, job: Job) -> None:
+        self.inner.on_finish(ctx, job)
+
+    def on_node_on(self, ctx, node: int) -> None:
+        self._booting[ctx.state.node_pool[node]] -= 1
+        self.inner.on_node_on(ctx, node)
+
+    def on_timer(self, ctx, payload: object) -> bool | None:
+        if payload is not self._tick:
+            return self.inner.on_timer(ctx, payload)
+        acted = self._periodic(ctx)
+        if self._arrived < self._expected or ctx.running or ctx.state.booting:
+            ctx.set_timer(ctx.now + self.config.check_s, self._tick)
+        return acted
+
+    def schedule(self, ctx) -> None:
+        self.inner.schedule(ctx)
+        if self._new:
+            waiting = [j for j in self._new if j.state == PENDING]
+            self._new.clear()
+            for job in waiting:
+                self._arrival_check(ctx, job)
+
+    # ----- Algorithm 2 ------------------------------------------------------------------------
+    def _arrival_check(self, ctx, job: Job) -> bool:
+        """JobArrivalCheck for a job the inner policy could not start on arrival."""
+        state = ctx.state
+        pool = ctx.pool_of(job)
+        nodes = [n for g in ctx.groups_of(job) for n in g.nodes]
+        size = max(state.node_gpus[n] for n in nodes)
+        need = 1 if job.fractional else math.ceil(job.num_gpus / size)
+        idle_on = sum(1 for n in nodes if state.on[n] and state.idle(n))
+        booting = self._booting.get(pool, 0)
+        off = [n for n in nodes if not state.on[n] and n not in state.booting]
+        if need > idle_on and (off or booting):
+            self._delayed.add(job.idx)  # its start waits for a node that is off or booting
+        wake = arrival_check(need, idle_on, booting, len(off), self.config)
+        for node in off[:wake]:
+            ctx.power_on(node)
+        if wake:
+            self._booting[pool] = booting + wake
+            self.wakeups.append(wake)
+        return bool(wake)
+
+    def _periodic(self, ctx) -> bool:
+        """PeriodicCheck: sample, retrain when due, power idle nodes down when Algorithm 2's
+        condition holds."""
+        state = ctx.state
+        idle_by_pool: dict[str, list[int]] = {}
+        running = 0
+        off_watts = 0.0
+        for node in range(state.num_nodes):
+            if not state.on[node]:
+                if node not in state.booting:
+                    off_watts += self._idle_w(ctx, node)
+            elif state.idle(node):
+                idle_by_pool.setdefault(state.node_pool[node], []).append(node)
+            else:
+                running += 1
+        powered = state.nodes_on + len(state.booting)
+        log = self.log
+        past = log.running[-self.config.history_checks :]
+        log.time_s.append(ctx.now)
+        log.running.append(running)
+        log.powered.append(powered)
+        log.off_watts.append(off_watts)
+        heads = self._pending_heads()
+        woke = False
+        for head in heads.values():
+            woke |= self._arrival_check(ctx, head)
+        falling = bool(past) and history_trend(past, running) > self.config.history_threshold
+        forecast = self._forecast() if self.config.use_forecast and falling else None
+        if forecast is not None:
+            self._issued.append((len(log.running) - 1, forecast))
+        for pool in heads:
+            idle_by_pool.pop(pool, None)  # never power down a pool with a job waiting
+        idle_on = sum(len(v) for v in idle_by_pool.values())
+        count = periodic_check(powered, idle_on, running, past, forecast, self.config)
+        if not count:
+            return woke
+        heap = [(-len(nodes), pool) for pool, nodes in idle_by_pool.items()]
+        heapq.heapify(heap)
+        for _ in range(count):
+            size, pool = heapq.heappop(heap)
+            ctx.power_off(idle_by_pool[pool].pop())
+            if size + 1 < 0:
+                heapq.heappush(heap, (size + 1, pool))
+        self.power_downs += 1
+        return True
+
+    def _pending_heads(self) -> dict[str, Job]:
+        """The oldest job still pending in each pool (jobs that started are dropped)."""
+        heads: dict[str, Job] = {}
+        for pool, queue in self._waiting.items():
+            while queue and queue[0].state != PENDING:
+                queue.popleft()
+            if queue:
+                heads[pool] = queue[0]
+        return heads
+
+    def _forecast(self) -> list[float] | None:
+        """The next ``future_steps`` samples of the running count, or None before the
+        forecaster has enough history."""
+        log = self.log
+        step = self.config.check_s
+        if len(log.running) * step < self.min_train_days * 86400.0:
+            return None
+        history = pd.Series(
+            np.asarray(log.running, dtype=float),
+            index=self._origin + pd.to_timedelta(np.asarray(log.time_s), unit="s"),
+        )
+        history = history.asfreq(self.forecast_config.step, method="ffill")
+        if self._model is None or log.time_s[-1] - self._trained_at >= self.retrain_s:
+            self._model = NodeDemandForecaster(self.forecast_config, seed=self.seed).fit(history)
+            self._trained_at = log.time_s[-1]
+        steps = min(self.config.future_steps, self.forecast_config.lead_steps)
+        return self._model.forecast(history.iloc[-self._context_steps :], steps).tolist()
+
+    def _idle_w(self, ctx, node: int) -> float:
+        """The node's idle draw, or the configured one when its spec gives none."""
+        watts = ctx.cluster.nodes[node].idle_power_w
+        return watts if watts > 0 else self.config.idle_power_w
+
+    # ----- results ----------------------------------------------------------------------------
+    def energy_report(self, total_nodes: int) -> dict[str, Any]:
+        """The Table 5 block of this run (sampled at every PeriodicCheck)."""
+        log = self.log
+        total = np.full(len(log.running), total_nodes, dtype=float)
+        block = table5(np.asarray(log.running), np.asarray(log.powered), total, step_s=self.config.check_s,
+                       wakeups=self.wakeups, jobs_delayed=len(self._delayed), config=self.config,
+                       off_watts=np.asarray(log.off_watts))  # fmt: skip
+        block.update(power_downs=self.power_downs, policy=self.name, **self._accuracy())
+        return block
+
+    def _accuracy(self) -> dict[str, float | None]:
+        """SMAPE of every forecast issued during the run against the samples that followed,
+        and of the naive forecast (the sample at issue time) on the same pairs."""
+        running = self.log.running
+        pred: list[float] = []
+        actual: list[float] = []
+        naive: list[float] = []
+        for at, values in self._issued:
+            for k, value in enumerate(values, start=1):
+                if at + k < len(running):
+                    pred.append(value)
+                    actual.append(running[at + k])
+                    naive.append(running[at])
+        if not pred:
+            return {"smape": None, "naive_smape": None}
+        return {"smape": smape(pred, actual), "naive_smape": smape(naive, actual)}
+
+    def write_plot(self, path: Path, total_nodes: int) -> Path:
+        """Active vs powered-on nodes over simulated time."""
+        t = self._origin + pd.to_timedelta(np.asarray(self.log.time_s), unit="s")
+        total = np.full(len(t), total_nodes)
+        return plot_nodes(t, np.asarray(self.log.running), total, {self.name: np.asarray(self.log.powered)}, path,
+                          title=f"CES in simulation: {self.name}")  # fmt: skip

@@ -154,7 +154,8 @@ class PreemptiveScheduler(Policy):
     for it until some job finishes. Paused jobs keep their work (checkpointed; the engine charges the
     restart cost). Then, to stay work-conserving, pending jobs that were not admitted start if
     they fit, except jobs paused in this round. A round with pending jobs ranks every active
-    job: O(A log A) for A active jobs; a round with none returns at once.
+    job: O(A log A) for A active jobs; a round with none returns at once, and a round where
+    all active jobs fit their pools ranks only the pending ones.
     """
 
     def __init__(self, name: str, priority: PriorityKey, placer: Placer) -> None:
@@ -164,21 +165,29 @@ class PreemptiveScheduler(Policy):
         self.active: dict[int, Job] = {}
         self.blocked: set[int] = set()  # admitted jobs that preemption could not place
         self.fractions = 0  # active jobs asking for part of a GPU
+        self.demand: dict[str, float] = {}  # GPUs asked for by active jobs, per pool
         self.exchangeable = not isinstance(placer, RandomFit)
 
     def on_arrival(self, ctx, job: Job) -> None:
         self.active[job.idx] = job
         self.fractions += job.fractional
+        pool = ctx.pool_of(job)
+        self.demand[pool] = self.demand.get(pool, 0.0) + job.num_gpus
 
     def on_finish(self, ctx, job: Job) -> None:
         del self.active[job.idx]
         self.fractions -= job.fractional
+        self.demand[ctx.pool_of(job)] -= job.num_gpus
         self.blocked.clear()  # GPUs were freed: preempting may help again
 
     def schedule(self, ctx) -> None:
         if ctx.pending_count == 0:
             return  # everyone runs: nothing to rank, nobody to preempt
         key = partial(self.priority, ctx)
+        capacity = ctx.state.pool_gpus_on
+        if all(d <= capacity.get(pool, 0) for pool, d in self.demand.items()):
+            self._start_all_fitting(ctx, key)
+            return
         ranked = sorted(self.active.values(), key=key)
         partitioned = ctx.cluster.partitioned
         capacity: dict[str, float] = dict(ctx.state.pool_gpus_on)
@@ -211,6 +220,14 @@ class PreemptiveScheduler(Policy):
             if job.state != RUNNING and job.idx not in admitted and job.idx not in paused:
                 if state.free_in(ctx.groups_of(job)) > 0 or job.fractional:
                     self._try(ctx, job, failed)
+
+    def _start_all_fitting(self, ctx, key) -> None:
+        """Every active job would be admitted, so nobody is a victim: the full round reduces to
+        placing the pending jobs in rank order (the same decisions, without ranking everyone)."""
+        failed: set[tuple] = set()
+        for job in sorted((j for j in self.active.values() if j.state != RUNNING), key=key):
+            if not self._try(ctx, job, failed):
+                self.blocked.add(job.idx)
 
     def _try(self, ctx, job: Job, failed: set[tuple]) -> bool:
         """Place and start ``job`` if it fits; remember a shape that does not (the same

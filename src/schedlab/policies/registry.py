@@ -15,10 +15,8 @@ from schedlab.errors import ConfigError
 from schedlab.policies import classic
 from schedlab.policies.base import Policy
 from schedlab.policies.placers import PLACERS, Placer, make_placer
-from schedlab.policies.qssf import QSSF
 from schedlab.policies.tiresias import Tiresias
 from schedlab.policies.yarn_cs import YarnCapacity
-from schedlab.predict.duration import DurationSettings
 from schedlab.workload.schema import Workload
 
 
@@ -43,7 +41,21 @@ class PolicyInfo:
     takes_options: bool = False
 
 
-def _qssf(placer: Placer, options: PolicyOptions) -> QSSF:
+def _gfs(variant: str) -> Callable[[Placer, PolicyOptions], Policy]:
+    """GFS builds its own placement (PTS); the placer is not used."""
+
+    def build(placer: Placer, options: PolicyOptions) -> Policy:
+        from schedlab.policies.gfs import build_gfs
+
+        return build_gfs(variant, dict(options.params))
+
+    return build
+
+
+def _qssf(placer: Placer, options: PolicyOptions) -> Policy:
+    from schedlab.policies.qssf import QSSF  # imported on use: it pulls in the predictors
+    from schedlab.predict.duration import DurationSettings
+
     params = dict(options.params)
     refit = float(params.pop("refit_every_s", 86400.0))
     try:
@@ -72,6 +84,11 @@ POLICIES: dict[str, PolicyInfo] = {
                    lambda placer: YarnCapacity(placer)),
         PolicyInfo("qssf", "quasi-shortest-service-first: predicted GPU time from past jobs; non-preemptive; "
                    "blocks at the head (Helios)", "consolidate", _qssf, takes_options=True),
+        *(PolicyInfo(name, f"GFS spot/HP scheduler (ASPLOS'26){text}; own placement (PTS)", "best-fit",
+                     _gfs(name), takes_options=True)
+          for name, text in (("gfs", ""), ("gfs-e", ", peak-forecast ablation"), ("gfs-d", ", fixed-eta ablation"),
+                             ("gfs-s", ", no eviction awareness"), ("gfs-p", ", newest-victim preemption"),
+                             ("gfs-sp", ", no eviction or preemption awareness"))),
     )
 }  # fmt: skip
 

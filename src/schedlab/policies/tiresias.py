@@ -62,18 +62,6 @@ class Tiresias(PreemptiveScheduler):
     def _rank(ctx, job: Job) -> tuple[int, float]:
         return (job.data.level, job.submit)
 
-    def schedule(self, ctx) -> None:
-        if ctx.pending_count == 0:
-            return
-        now = ctx.now
-        for job in self.active.values():
-            st: _LasState = job.data
-            if job.state != RUNNING and st.level > 0 and st.last_run_s > 0:
-                if now >= job.queued_since + self.promote_knob * st.last_run_s:
-                    st.level = 0
-                    st.service_offset = ctx.attained(job)
-        super().schedule(ctx)
-
     def started(self, ctx, job: Job) -> None:
         job.data.run_started_at = ctx.now
         self._arm(ctx, job)
@@ -84,6 +72,17 @@ class Tiresias(PreemptiveScheduler):
         st.last_run_s = ctx.now - st.run_started_at
         if st.level > 0 and st.last_run_s > 0:
             ctx.set_timer(ctx.now + self.promote_knob * st.last_run_s, (job.idx, _PROMOTE))
+
+    def _promote(self, ctx, job: Job | None) -> bool:
+        """Starvation avoidance: back to Q0 once pending for promote_knob x its last run."""
+        if job is None or job.state == RUNNING:
+            return False
+        st: _LasState = job.data
+        if st.level == 0 or st.last_run_s <= 0 or ctx.now < job.queued_since + self.promote_knob * st.last_run_s:
+            return False
+        st.level = 0
+        st.service_offset = ctx.attained(job)
+        return True
 
     def _level(self, ctx, job: Job, slack: float = 0.0) -> int:
         return bisect.bisect_right(self.thresholds, ctx.attained(job) - job.data.service_offset + slack)
@@ -100,7 +99,7 @@ class Tiresias(PreemptiveScheduler):
         idx, timer = payload  # type: ignore[misc]
         job = self.active.get(idx)
         if timer == _PROMOTE:
-            return job is not None and job.state != RUNNING  # the round that follows promotes it
+            return self._promote(ctx, job)
         if job is None or job.state != RUNNING or job.data.timer != timer:
             return False
         job.data.level = max(job.data.level, self._level(ctx, job, slack=1e-6))

@@ -1,0 +1,114 @@
+"""Per-node facts PTS ranks nodes by (GFS §3.4): the whole GPUs spot jobs hold on each node,
+the spot jobs themselves, and the eviction risk of Score3 with its circuit breaker.
+
+Eviction risk (eqs. 13-15 as read from the authors' public simulator; the paper's text could
+not be read): ``x = gamma * c_short + (1 - gamma) * c_long`` where ``c_short`` / ``c_long``
+count spot evictions on the node in the last hour / day (counts, not rates); the node's
+Score3 coefficient is ``1 - 0.01 * m ** x`` (``m`` the penalty base). ``risk = 0.01 * m ** x``
+for a node with evictions, 0 without; when ``risk >= 1`` (coefficient <= 0) the circuit
+breaker is open and no spot job is placed there until old evictions age out.
+
+Index: per (pool, GPU type) group and count of free GPUs, a sorted list of the "special"
+nodes - those holding spot GPUs or carrying risk - keyed ``(-spot_gpus, risk, node)``. All
+other nodes of a free-GPU bucket are alike for Score2/Score3, so a ranking query reads a few
+list ends instead of scanning the bucket.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+
+from sortedcontainers import SortedList
+
+from schedlab.cluster.state import ClusterState
+from schedlab.sim.job import Job
+
+HOUR_S = 3600.0
+DAY_S = 86400.0
+
+
+class NodeBook:
+    """Spot occupancy, eviction risk and the special-node index of one cluster state."""
+
+    def __init__(self, state: ClusterState, *, gamma: float, penalty_base: float, eviction_aware: bool) -> None:
+        self.state = state
+        self.gamma = gamma
+        self.penalty_base = penalty_base
+        self.eviction_aware = eviction_aware
+        n = state.num_nodes
+        self.spot_gpus = [0] * n
+        self.spot_jobs: list[dict[int, Job]] = [{} for _ in range(n)]
+        self.risk = [0.0] * n
+        self.evictions: dict[int, deque[float]] = {}
+        self.index: list[dict[int, SortedList]] = [{} for _ in state.groups]
+        self._key: list[tuple[int, tuple[int, float, int]] | None] = [None] * n
+
+    # ----- queries -----------------------------------------------------------------------------
+    def special(self, node: int) -> bool:
+        return self._key[node] is not None
+
+    def blocked(self, node: int) -> bool:
+        """Circuit breaker open: no spot job may be placed on ``node``."""
+        return self.risk[node] >= 1.0
+
+    def same_class_gpus(self, node: int, spot: bool) -> int:
+        """Score2's count: whole GPUs of ``node`` held by jobs of the job's class (GPUs not
+        held by spot jobs count as HP)."""
+        s = self.state
+        held = s.node_gpus[node] - s.free[node]
+        return self.spot_gpus[node] if spot else held - self.spot_gpus[node]
+
+    # ----- updates -----------------------------------------------------------------------------
+    def add_spot(self, job: Job) -> None:
+        for node, gids in job.alloc:
+            self.spot_jobs[node][job.idx] = job
+            if not job.fractional:
+                self.spot_gpus[node] += len(gids)
+            self.touch(node)
+
+    def remove_spot(self, job: Job, alloc: tuple[tuple[int, tuple[int, ...]], ...]) -> None:
+        for node, gids in alloc:
+            del self.spot_jobs[node][job.idx]
+            if not job.fractional:
+                self.spot_gpus[node] -= len(gids)
+            self.touch(node)
+
+    def record_eviction(self, now: float, nodes: tuple[int, ...]) -> None:
+        if not self.eviction_aware:
+            return
+        for node in nodes:
+            self.evictions.setdefault(node, deque()).append(now)
+            self._rescore(node, now)
+
+    def decay(self, now: float) -> None:
+        """Forget evictions older than a day and rescore the nodes that had any."""
+        for node in list(self.evictions):
+            times = self.evictions[node]
+            while times and times[0] < now - DAY_S:
+                times.popleft()
+            self._rescore(node, now)
+            if not times:
+                del self.evictions[node]
+
+    def _rescore(self, node: int, now: float) -> None:
+        times = self.evictions.get(node, ())
+        long = len(times)
+        short = sum(1 for t in reversed(times) if t >= now - HOUR_S) if long else 0
+        x = self.gamma * short + (1.0 - self.gamma) * long
+        self.risk[node] = 0.01 * self.penalty_base**x if x > 0 else 0.0
+        self.touch(node)
+
+    def touch(self, node: int) -> None:
+        """Re-file ``node`` in the index after its free GPUs, spot GPUs or risk changed."""
+        s = self.state
+        old = self._key[node]
+        spot, risk = self.spot_gpus[node], self.risk[node]
+        new = (s.free[node], (-spot, risk, node)) if (spot or risk) and s.on[node] else None
+        if new == old:
+            return
+        lists = self.index[s.node_group[node]]
+        if old is not None:
+            lists[old[0]].remove(old[1])
+        if new is not None:
+            lists.setdefault(new[0], SortedList()).add(new[1])
+        self._key[node] = new

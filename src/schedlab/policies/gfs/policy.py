@@ -1,0 +1,267 @@
+"""The GFS scheduler (Duan et al., ASPLOS '26, arXiv 2509.11134): SQA quotas (§3.3) over PTS
+placement and preemption (§3.4).
+
+Queues: one per class (HP = every class but "spot") and job shape, FIFO by submission; a
+round serves HP jobs first, then spot jobs, and a shape that cannot start is passed over
+(backfill). A spot job starts only within its model's quota (eq. 10). An HP job that fits
+nowhere evicts spot jobs chosen by :func:`.pts.plan_preemption` (work since their last
+checkpoint is lost, the engine charges the restore) and starts at once; evicted spot jobs go
+back to their queue in submission order. HP jobs are never evicted. The queue order (FIFO
+with backfill) is an assumption: the public simulator orders by size, largest first.
+
+Guarantee (SLO): a spot run that is evicted less than ``H`` after it started breaks its
+guarantee (an SLO violation, recorded per job); one that runs ``H`` or finishes first meets
+it. These events drive the eviction rate of eq. 11 (:mod:`.sqa`).
+
+Every ``update_s`` a timer feeds the forecaster the HP demand per (model, organisation =
+tenant), recomputes ``eta`` and the quotas and ages the node eviction counts.
+"""
+
+from __future__ import annotations
+
+import heapq
+import time
+from array import array
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from sortedcontainers import SortedList
+
+from schedlab.policies.base import Policy
+from schedlab.policies.gfs import pts
+from schedlab.policies.gfs.nodes import NodeBook
+from schedlab.policies.gfs.sqa import DemandForecaster, GuaranteeLedger, Key, SpotQuota, SqaConfig, inventory
+from schedlab.sim.job import RUNNING, Job
+
+SPOT = "spot"
+_TICK = "gfs-tick"
+_GUARANTEE = "gfs-guarantee"
+
+
+@dataclass(frozen=True)
+class PtsConfig:
+    """PTS parameters: Score3's ``gamma`` and penalty base ``m`` (0.8 and 2 in the public
+    simulator), eq. 19's ``beta``, and the two ablation switches."""
+
+    gamma: float = 0.8
+    penalty_base: float = 2.0
+    beta: float = 5.0
+    eviction_aware: bool = True
+    preemption_aware: bool = True
+
+
+def _shape(job: Job) -> tuple[float, float, str]:
+    gpw = job.gpus_per_worker
+    return (job.num_gpus, gpw if gpw == gpw else 0.0, job.gpu_type)
+
+
+class GFS(Policy):
+    """GFS over an injected HP demand ``forecaster`` (see :class:`.sqa.DemandForecaster`)."""
+
+    def __init__(
+        self, name: str, forecaster: DemandForecaster, *, sqa: SqaConfig | None = None, pts_config: PtsConfig | None = None
+    ) -> None:
+        self.name = name
+        self.forecaster = forecaster
+        self.sqa = sqa or SqaConfig()
+        self.pts = pts_config or PtsConfig()
+        self.quota = SpotQuota(self.sqa)
+        self.guarantee_s = self.sqa.guarantee_h * 3600.0
+        self.ledger = GuaranteeLedger(self.guarantee_s)
+        self.queues: dict[bool, dict[tuple, SortedList]] = {True: {}, False: {}}  # keyed by "is spot"
+        self.waiting: dict[int, Job] = {}
+        self.blocked: set[tuple] = set()  # HP shapes no preemption could place, until a finish
+        self.spot_held: dict[str, float] = {}
+        self.model_of: dict[int, str] = {}
+        self.run_no: dict[int, int] = {}
+        self.hp_demand: dict[Key, float] = {}
+        self.demand_changes: dict[Key, float] = {}
+        self.spot_starts: list[tuple[float, float]] = []  # (start, wait) of spot runs, last H only
+        self.violations: dict[int, int] = {}
+        self.evictions = 0
+        self.decision_s = array("d")
+        self.eta_trace: list[tuple[float, float]] = []
+        self.book: NodeBook | None = None
+        self.arrived = 0
+        self.total_jobs = 0
+
+    # ----- callbacks -----------------------------------------------------------------------
+    def setup(self, ctx) -> None:
+        self.book = NodeBook(ctx.state, gamma=self.pts.gamma, penalty_base=self.pts.penalty_base,
+                             eviction_aware=self.pts.eviction_aware)  # fmt: skip
+        self.total_jobs = len(ctx.workload.jobs)
+        self._update_quota(ctx)
+        ctx.set_timer(ctx.now + self.sqa.update_s, (_TICK,))
+
+    def on_arrival(self, ctx, job: Job) -> None:
+        self.arrived += 1
+        self._enqueue(job)
+
+    def on_finish(self, ctx, job: Job) -> None:
+        self.blocked.clear()
+        model = self.model_of.pop(job.idx)
+        if job.cls == SPOT:
+            if ctx.now - job.run_since < self.guarantee_s:
+                self.ledger.met.append(ctx.now)
+            self.spot_held[model] -= job.num_gpus
+            self.book.remove_spot(job, job.data)
+        else:
+            self._add_demand((model, job.tenant), -job.num_gpus)
+        for node, _gids in job.data:
+            self.book.touch(node)
+
+    def on_timer(self, ctx, payload: object) -> bool:
+        if payload[0] == _GUARANTEE:
+            _, idx, run = payload
+            job = ctx.live.get(idx)
+            if job is not None and job.state == RUNNING and self.run_no.get(idx) == run:
+                self.ledger.met.append(ctx.now)
+            return False
+        self._update_quota(ctx)
+        if self.arrived < self.total_jobs or ctx.live:
+            ctx.set_timer(ctx.now + self.sqa.update_s, (_TICK,))
+        return True
+
+    def schedule(self, ctx) -> None:
+        self._drain(ctx, spot=False)
+        self._drain(ctx, spot=True)
+
+    # ----- SQA -----------------------------------------------------------------------------
+    def _update_quota(self, ctx) -> None:
+        now = ctx.now
+        state = ctx.state
+        self.forecaster.observe(now, self.demand_changes)
+        self.demand_changes = {}
+        self.book.decay(now)
+        start = now - self.guarantee_s
+        self.spot_starts = [s for s in self.spot_starts if s[0] >= start]
+        waits = [w for _, w in self.spot_starts]
+        waits += [now - j.queued_since for j in self.waiting.values() if j.cls == SPOT]
+        eta = self.quota.feedback(self.ledger.rate(now), max(waits, default=0.0))
+        self.eta_trace.append((now, eta))
+        capacity = dict(zip(state.type_names, map(float, state.type_gpus_on)))
+        bounds = self.forecaster.upper_bound(self.sqa.guarantee_rate, self.sqa.guarantee_h)
+        free = {g.gpu_type: 0.0 for g in state.groups}
+        for g in state.groups:
+            free[g.gpu_type] += g.free_total
+        self.quota.allocate(inventory(capacity, bounds), self.spot_held, free)
+
+    def _add_demand(self, key: Key, gpus: float) -> None:
+        level = self.hp_demand.get(key, 0.0) + gpus
+        self.hp_demand[key] = level
+        self.demand_changes[key] = level
+
+    # ----- PTS -----------------------------------------------------------------------------
+    def _enqueue(self, job: Job) -> None:
+        shapes = self.queues[job.cls == SPOT]
+        queue = shapes.get(_shape(job))
+        if queue is None:
+            queue = shapes[_shape(job)] = SortedList()
+        queue.add((job.submit, job.idx))
+        self.waiting[job.idx] = job
+
+    def _drain(self, ctx, *, spot: bool) -> None:
+        shapes = self.queues[spot]
+        heads = [(queue[0], key) for key, queue in shapes.items() if queue]
+        heapq.heapify(heads)
+        while heads:
+            entry, key = heapq.heappop(heads)
+            job = self.waiting[entry[1]]
+            t0 = time.perf_counter()
+            started = self._decide(ctx, job, key, spot)
+            self.decision_s.append(time.perf_counter() - t0)
+            if not started:
+                continue  # no job of this shape starts in this round
+            queue = shapes[key]
+            queue.pop(0)
+            del self.waiting[job.idx]
+            if queue:
+                heapq.heappush(heads, (queue[0], key))
+
+    def _decide(self, ctx, job: Job, key: tuple, spot: bool) -> bool:
+        aware = self.pts.eviction_aware
+        groups = ctx.groups_of(job)
+        if spot and not self.quota.admits(job.gpu_type, self._held(job.gpu_type), job.num_gpus):
+            return False
+        alloc = pts.place(self.book, groups, job, spot=spot, aware=aware)
+        if alloc is None and not spot and key not in self.blocked:
+            alloc = self._preempt_for(ctx, job, groups)
+            if alloc is None:
+                self.blocked.add(key)
+        if alloc is None:
+            return False
+        self._start(ctx, job, alloc)
+        return True
+
+    def _held(self, model: str) -> float:
+        return sum(self.spot_held.values()) if model == "" else self.spot_held.get(model, 0.0)
+
+    def _preempt_for(self, ctx, job: Job, groups) -> list[tuple[int, int]] | None:
+        self.ledger.rate(ctx.now)  # drop events older than H before counting them
+        plan = pts.plan_preemption(
+            ctx, self.book, groups, job, aware=self.pts.preemption_aware, broken=len(self.ledger.broken),
+            met=len(self.ledger.met), guarantee_s=self.guarantee_s, beta=self.pts.beta,
+        )  # fmt: skip
+        if plan is None:
+            return None
+        nodes, victims = plan
+        for victim in victims:
+            self._evict(ctx, victim)
+        if job.fractional or any(job.num_gpus <= g.max_gpus for g in groups):
+            return pts.free_alloc(ctx.state, nodes[0], job)
+        return pts.place(self.book, groups, job, spot=False, aware=self.pts.eviction_aware)
+
+    def _start(self, ctx, job: Job, alloc: list[tuple[int, int]]) -> None:
+        ctx.start(job, alloc)
+        job.data = job.alloc
+        model = job.gpu_type or ctx.state.node_type[alloc[0][0]]
+        self.model_of[job.idx] = model
+        if job.cls == SPOT:
+            self.spot_held[model] = self.spot_held.get(model, 0.0) + job.num_gpus
+            self.book.add_spot(job)
+            run = self.run_no[job.idx] = self.run_no.get(job.idx, 0) + 1
+            self.spot_starts.append((ctx.now, ctx.now - job.queued_since))
+            ctx.set_timer(ctx.now + self.guarantee_s, (_GUARANTEE, job.idx, run))
+        else:
+            self._add_demand((model, job.tenant), job.num_gpus)
+        for node, _count in alloc:
+            self.book.touch(node)
+
+    def _evict(self, ctx, victim: Job) -> None:
+        inside = ctx.now - victim.run_since < self.guarantee_s
+        alloc = victim.alloc
+        ctx.preempt(victim)
+        self.evictions += 1
+        self.spot_held[self.model_of.pop(victim.idx)] -= victim.num_gpus
+        self.book.remove_spot(victim, alloc)
+        self.book.record_eviction(ctx.now, tuple(node for node, _ in alloc))
+        if inside:
+            self.violations[victim.idx] = self.violations.get(victim.idx, 0) + 1
+            self.ledger.broken.append(ctx.now)
+        self._enqueue(victim)
+
+    # ----- report ----------------------------------------------------------------------------
+    def report(self, jobs: pd.DataFrame) -> dict[str, Any]:
+        """``{"gfs": ...}``: SLO violations of spot jobs (evictions inside the guarantee),
+        evictions, the final and extreme ``eta``, and the decision time per task."""
+        spot = jobs["priority_class"].to_numpy() == SPOT
+        started = int(np.isfinite(jobs["first_start_s"].to_numpy(dtype=float))[spot].sum())
+        decisions = np.frombuffer(self.decision_s, dtype=np.float64) * 1000.0
+        etas = [eta for _, eta in self.eta_trace]
+        return {"gfs": {
+            "variant": self.name,
+            "forecaster": self.forecaster.name,
+            "guarantee_h": self.sqa.guarantee_h,
+            "evictions": self.evictions,
+            "slo_violations": sum(self.violations.values()),
+            "slo_violated_jobs": len(self.violations),
+            "slo_violated_share": len(self.violations) / started if started else None,
+            "eta_final": self.quota.eta,
+            "eta_min": min(etas, default=None),
+            "eta_max": max(etas, default=None),
+            "decisions": len(decisions),
+            "decision_ms_mean": float(decisions.mean()) if decisions.size else None,
+            "decision_ms_p99": float(np.percentile(decisions, 99)) if decisions.size else None,
+        }}  # fmt: skip

@@ -49,6 +49,7 @@ TrainUntilOpt = Annotated[Optional[float], typer.Option("--train-until", min=0, 
 HorizonOpt = Annotated[Optional[float], typer.Option("--horizon", help="Stop at this simulated time (hours); unfinished jobs are reported.")]
 RestoreOpt = Annotated[float, typer.Option("--restore-s", help="Seconds to restore a stopped job from its checkpoint.")]
 CkptOpt = Annotated[float, typer.Option("--checkpoint-s", help="Seconds to save a checkpoint on pause or migration.")]
+SpotScaleOpt = Annotated[Optional[float], typer.Option("--spot-scale", min=0.01, help="With --synthetic gfs: multiply the number of spot jobs by K (1, 2, 4 = low, medium, high spot load).")]
 CkptEveryOpt = Annotated[float, typer.Option("--checkpoint-interval-s", help="Periodic checkpoint interval (work seconds); an eviction loses work since the last one.")]
 
 
@@ -85,6 +86,17 @@ def _split(wspec, train_until: float | None):
     return wspec if train_until is None else replace(wspec, train_until_s=train_until * 3600)
 
 
+def _spot_scale(wspec, spot_scale: float | None):
+    """The workload spec with the gfs profile's ``spot_scale`` override (None: unchanged)."""
+    from dataclasses import replace
+
+    if spot_scale is None:
+        return wspec
+    if wspec.synthetic != "gfs":
+        raise ConfigError("--spot-scale needs --synthetic gfs")
+    return replace(wspec, options={**wspec.options, "spot_scale": spot_scale})
+
+
 def _config(horizon: float | None, restore_s: float, checkpoint_s: float, interval: float):
     from schedlab.sim.engine import SimConfig
 
@@ -116,6 +128,7 @@ def simulate(
     restore_s: RestoreOpt = 30.0,
     checkpoint_s: CkptOpt = 10.0,
     checkpoint_interval_s: CkptEveryOpt = 1800.0,
+    spot_scale: SpotScaleOpt = None,
     progress: Annotated[bool, typer.Option(help="Show a progress bar.")] = True,
     ces: Annotated[bool, typer.Option("--ces", help="Wrap the policy in the Helios CES energy service; also run vanilla DRS (summary blocks ces, vanilla_drs; ces_nodes.png).")] = False,
     ces_buffer: Annotated[int, typer.Option("--ces-buffer", min=0, help="CES buffer nodes kept on beyond demand.")] = 5,
@@ -135,6 +148,7 @@ def simulate(
     try:
         check_names([policy], synthetic)
         wspec = _workload_spec(trace, fmt, synthetic, jobs, seed, load, window, sample, arrival_scale, mapping, time_unit)
+        wspec = _spot_scale(wspec, spot_scale)
         spec = RunSpec(
             _split(wspec, train_until), cluster, policy, placer, seed,
             _config(horizon, restore_s, checkpoint_s, checkpoint_interval_s),
@@ -180,6 +194,7 @@ def compare(
     restore_s: RestoreOpt = 30.0,
     checkpoint_s: CkptOpt = 10.0,
     checkpoint_interval_s: CkptEveryOpt = 1800.0,
+    spot_scale: SpotScaleOpt = None,
     processes: Annotated[int, typer.Option("--processes", "-j", min=0, help="Worker processes (default: cores).")] = 0,
 ) -> None:
     """Run several policies on the same workload and cluster, in parallel processes.
@@ -199,6 +214,7 @@ def compare(
         check_names(policy, synthetic)
         wspec = _split(_workload_spec(trace, fmt, synthetic, jobs, seed, load, window, sample, arrival_scale,
                                       mapping, time_unit), train_until)  # fmt: skip
+        wspec = _spot_scale(wspec, spot_scale)
         config = _config(horizon, restore_s, checkpoint_s, checkpoint_interval_s)
         specs = [RunSpec(wspec, cluster, p, placer, seed, config) for p in policy]
         specs[0].cluster_name()
@@ -333,6 +349,58 @@ def ces_replay(
         table.add_row(key, *(f"{summary[b][key]:.3g}" if summary[b][key] is not None else "-" for b in ("ces", "vanilla_drs")))
     console.print(table)
     console.print(f"results in [bold]{out}[/]")
+
+
+@app.command()
+def forecast(
+    out: Annotated[Path, typer.Option("--out", "-o", help="Output directory.")],
+    trace: TraceOpt = None,
+    fmt: FormatOpt = None,
+    synthetic: SyntheticOpt = None,
+    series: Annotated[Optional[Path], typer.Option("--series", help="Demand CSV with columns time, org, gpus.")] = None,
+    jobs: JobsOpt = 150000,
+    seed: SeedOpt = 0,
+    all_classes: Annotated[bool, typer.Option("--all-classes", help="Count every priority class, not only hp.")] = False,
+    country: Annotated[Optional[str], typer.Option("--country", help="Holiday calendar: CN, US or none (default: CN for --synthetic gfs, else none).")] = None,
+    lookback: Annotated[int, typer.Option("--lookback", min=2, help="Look-back window (hours).")] = 168,
+    horizon: Annotated[int, typer.Option("--horizon", min=1, help="Forecast horizon (hours).")] = 24,
+    test_days: Annotated[int, typer.Option("--test-days", min=1, help="Hold out the last N days for testing.")] = 7,
+    epochs: Annotated[int, typer.Option("--epochs", min=1, help="Training epochs of OrgLinear and DLinear.")] = 20,
+) -> None:
+    """Compare the GFS GPU Demand Estimator (OrgLinear) with GFS-e, seasonal naive, DLinear and LightGBM.
+
+    Builds per-organisation hourly GPU demand (HP jobs by default), trains on all but the last
+    --test-days and writes DIR/forecast_comparison.csv, DIR/forecast_comparison.md and a PNG of
+    the largest organisation's forecast.
+
+    Example:
+
+      schedlab forecast --synthetic gfs --out runs/gfs-forecast
+    """
+    from schedlab.predict.demand_eval import run_comparison
+    from schedlab.predict.demand_series import from_csv, from_workload
+
+    try:
+        if sum(x is not None for x in (trace, synthetic, series)) != 1:
+            raise ConfigError("give exactly one of --synthetic PROFILE, --trace PATH --format F, or --series CSV")
+        if country is None:
+            country = "CN" if synthetic == "gfs" else "none"
+        if series is not None:
+            demand = from_csv(series, country=country)
+        else:
+            spec = _workload_spec(trace, fmt, synthetic, jobs, seed, None, None, None, None, None, None)
+            demand = from_workload(spec.build(), classes=None if all_classes else ("hp",), country=country)
+        with console.status("training and scoring forecasters ..."):
+            table, paths = run_comparison(demand, out, seed=seed, lookback=lookback, horizon=horizon,
+                                          test_hours=24 * test_days, epochs=epochs)  # fmt: skip
+    except SchedlabError as exc:
+        _fail(exc)
+    view = Table(*table.columns, title=f"GPU-demand forecast, {demand.demand.shape[1]} organisations, {horizon} h ahead")
+    for row in table.itertuples(index=False):
+        view.add_row(row[0], *(f"{v:.4g}" for v in row[1:]))
+    console.print(view)
+    for p in paths:
+        console.print(f"wrote {p}")
 
 
 @traces_app.command("list")

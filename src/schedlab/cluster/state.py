@@ -4,7 +4,9 @@ Nodes are grouped by (pool, GPU type). Each group keeps, for every possible coun
 GPUs, the sorted ids of the powered-on nodes with exactly that many free (``buckets``), and the
 group's total of free GPUs. A placer asks for "a node with at least g free" by walking at most
 ``max_gpus`` buckets. Per GPU the state keeps how many jobs hold it and how much of it
-(in thousandths) they use, which covers fractional requests and time-shared GPUs.
+(in thousandths) they use, which covers fractional requests and time-shared GPUs. Busy and
+powered-on GPUs are also kept per GPU model (``type_busy``, ``type_gpus_on``, indexed like
+``type_names``), updated wherever the totals change.
 
 Only :class:`schedlab.sim.engine.Simulation` mutates this object; policies read it.
 """
@@ -60,6 +62,13 @@ class ClusterState:
         self.busy_gpus = 0.0
         self.gpus_on = sum(self.node_gpus)
         self.nodes_on = self.num_nodes
+        self.type_names: tuple[str, ...] = tuple(dict.fromkeys(self.node_type))
+        type_index = {name: i for i, name in enumerate(self.type_names)}
+        self.node_tid: list[int] = [type_index[t] for t in self.node_type]
+        self.type_busy: list[float] = [0.0] * len(self.type_names)
+        self.type_gpus_on: list[int] = [0] * len(self.type_names)
+        for tid, gpus in zip(self.node_tid, self.node_gpus):
+            self.type_gpus_on[tid] += gpus
         self.pool_gpus_on: dict[str, int] = {}
         for n in nodes:
             self.pool_gpus_on[n.pool] = self.pool_gpus_on.get(n.pool, 0) + n.num_gpus
@@ -122,6 +131,7 @@ class ClusterState:
             holders[gid] = 1
         self.free[node] = old - count
         self.busy_gpus += count
+        self.type_busy[self.node_tid[node]] += count
         self._move(node, old, old - count)
         return taken
 
@@ -136,6 +146,7 @@ class ClusterState:
         if best < 0:
             best = self.take_whole(node, 1)[0]
             self.busy_gpus -= 1
+            self.type_busy[self.node_tid[node]] -= 1
             used[best] = 0
             self.gpu_jobs[node][best] = 0
         self._add_use(node, best, milli)
@@ -157,7 +168,9 @@ class ClusterState:
         before = min(used[gid], FULL)
         used[gid] += milli
         self.gpu_jobs[node][gid] += 1
-        self.busy_gpus += (min(used[gid], FULL) - before) / FULL
+        delta = (min(used[gid], FULL) - before) / FULL
+        self.busy_gpus += delta
+        self.type_busy[self.node_tid[node]] += delta
         self._update_partial(node)
 
     def release(self, node: int, gids: tuple[int, ...], milli: int) -> None:
@@ -165,6 +178,7 @@ class ClusterState:
         used = self.gpu_used[node]
         holders = self.gpu_jobs[node]
         freed = 0
+        delta = 0.0
         for gid in gids:
             before = min(used[gid], FULL)
             used[gid] -= milli
@@ -173,7 +187,9 @@ class ClusterState:
                 used[gid] = 0
                 self.free_ids[node].append(gid)
                 freed += 1
-            self.busy_gpus -= (before - min(used[gid], FULL)) / FULL
+            delta += (before - min(used[gid], FULL)) / FULL
+        self.busy_gpus -= delta
+        self.type_busy[self.node_tid[node]] -= delta
         if freed:
             old = self.free[node]
             self.free[node] = old + freed
@@ -187,6 +203,7 @@ class ClusterState:
         used = self.gpu_used[node]
         holders = self.gpu_jobs[node]
         taken = 0
+        delta = 0.0
         for gid in gids:
             if holders[gid] == 0:
                 self.free_ids[node].remove(gid)
@@ -194,7 +211,9 @@ class ClusterState:
             before = min(used[gid], FULL)
             used[gid] += milli
             holders[gid] += 1
-            self.busy_gpus += (min(used[gid], FULL) - before) / FULL
+            delta += (min(used[gid], FULL) - before) / FULL
+        self.busy_gpus += delta
+        self.type_busy[self.node_tid[node]] += delta
         if taken:
             old = self.free[node]
             self.free[node] = old - taken
@@ -216,6 +235,7 @@ class ClusterState:
         g.partial.pop(node, None)
         self.on[node] = False
         self.gpus_on -= self.node_gpus[node]
+        self.type_gpus_on[self.node_tid[node]] -= self.node_gpus[node]
         self.pool_gpus_on[self.node_pool[node]] -= self.node_gpus[node]
         self.nodes_on -= 1
 
@@ -225,5 +245,6 @@ class ClusterState:
         g.buckets[self.free[node]].add(node)
         g.free_total += self.free[node]
         self.gpus_on += self.node_gpus[node]
+        self.type_gpus_on[self.node_tid[node]] += self.node_gpus[node]
         self.pool_gpus_on[self.node_pool[node]] += self.node_gpus[node]
         self.nodes_on += 1

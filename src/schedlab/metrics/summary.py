@@ -14,6 +14,8 @@ Definitions (times in seconds):
 - **gpu_alloc_rate** = time-weighted mean of ``gpus_busy / gpus_total``. Each time-series
   row holds until the next row; the last row holds until :func:`span_end_s`. Intervals
   with no GPUs at all are left out.
+- **gpu_alloc_rate_by_model** = the same per GPU model, from the time series' per-model
+  columns ``gpus_busy[<model>]`` / ``gpus_total[<model>]`` (empty when the series has none).
 - **eviction_rate** (evictable classes only) = evictions / runs, where evictions is the
   class's sum of ``preemptions`` and runs = evictions + jobs that ever started.
 - ``classes`` always lists every priority class present, even a lone ``"default"``.
@@ -107,6 +109,7 @@ def summarize(
         "slowdown_mean": _mean(frame["slowdown"].to_numpy()),
         "makespan_s": makespan_s(jobs["submit_s"].to_numpy(dtype=float), end_s),
         "gpu_alloc_rate": gpu_alloc_rate(ts, end_s),
+        "gpu_alloc_rate_by_model": gpu_alloc_rate_by_model(ts, end_s),
         "preemptions": int(frame["preemptions"].sum()),
         "gpu_seconds": float(frame["gpu_seconds"].sum()),
         "classes": class_breakdown(frame, frozenset(evictable_classes)),
@@ -155,12 +158,24 @@ def span_end_s(time_s: np.ndarray, end_s: np.ndarray) -> float:
 
 def gpu_alloc_rate(ts: pd.DataFrame, end_s: np.ndarray) -> float | None:
     """Time-weighted mean of ``gpus_busy / gpus_total`` over the series' span (see module doc)."""
+    return _alloc_rate(ts, end_s, "gpus_busy", "gpus_total")
+
+
+def gpu_alloc_rate_by_model(ts: pd.DataFrame, end_s: np.ndarray) -> dict[str, float | None]:
+    """Per GPU model: the time-weighted allocation rate from the ``gpus_busy[<model>]`` and
+    ``gpus_total[<model>]`` columns."""
+    models = [c[len("gpus_busy["):-1] for c in ts.columns if c.startswith("gpus_busy[") and c.endswith("]")]
+    return {m: _alloc_rate(ts, end_s, f"gpus_busy[{m}]", f"gpus_total[{m}]") for m in models
+            if f"gpus_total[{m}]" in ts.columns}  # fmt: skip
+
+
+def _alloc_rate(ts: pd.DataFrame, end_s: np.ndarray, busy_column: str, total_column: str) -> float | None:
     time_s = ts["time_s"].to_numpy(dtype=float)
     if time_s.size == 0:
         return None
     widths = np.diff(time_s, append=span_end_s(time_s, end_s))
-    total = ts["gpus_total"].to_numpy(dtype=float)
-    busy = ts["gpus_busy"].to_numpy(dtype=float)
+    total = ts[total_column].to_numpy(dtype=float)
+    busy = ts[busy_column].to_numpy(dtype=float)
     usable = total > 0
     weight = widths[usable].sum()
     if weight <= 0:

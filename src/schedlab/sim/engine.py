@@ -124,7 +124,7 @@ class Simulation:
         self._seq = itertools.count()
         self._colocated: dict[tuple[int, int], list[Job]] = {}
         self._out = _Outputs(self._n)
-        self._ts = _Series()
+        self._ts = _Series(self.state.type_names)
         self.actions = 0
 
     # ----- setup -------------------------------------------------------------------------------
@@ -215,7 +215,8 @@ class Simulation:
 
     def _record(self) -> None:
         s = self.state
-        self._ts.add(self.now, s.gpus_on, s.busy_gpus, len(self.running), self.pending_count, s.nodes_on)
+        self._ts.add(self.now, s.gpus_on, s.busy_gpus, len(self.running), self.pending_count, s.nodes_on,
+                     s.type_busy, s.type_gpus_on)
 
     # ----- context: queries --------------------------------------------------------------------
     @property
@@ -590,20 +591,31 @@ class _Outputs:
 
 
 class _Series:
-    """Cluster time series as a step function; a row is kept only when something changed."""
+    """Cluster time series as a step function; a row is kept only when something changed.
 
-    def __init__(self) -> None:
+    Besides the totals, each GPU model gets ``gpus_busy[<model>]`` and ``gpus_total[<model>]``
+    columns (busy and powered-on GPUs of that model)."""
+
+    def __init__(self, types: tuple[str, ...]) -> None:
+        self.types = types
         self.time = array("d")
         self.total = array("d")
         self.busy = array("d")
         self.running = array("q")
         self.pending = array("q")
         self.nodes_on = array("q")
+        self.type_busy = [array("d") for _ in types]
+        self.type_total = [array("d") for _ in types]
+        self._multi = len(types) > 1  # with one model its columns are the totals (see frame)
         self._last: tuple[float, float, int, int, int] | None = None
+        self._last_types: list[float] = []
 
-    def add(self, t: float, total: float, busy: float, running: int, pending: int, nodes_on: int) -> None:
+    def add(
+        self, t: float, total: float, busy: float, running: int, pending: int, nodes_on: int,
+        type_busy: list[float], type_total: list[int],
+    ) -> None:  # fmt: skip
         key = (total, busy, running, pending, nodes_on)
-        if key == self._last:
+        if key == self._last and (not self._multi or type_busy == self._last_types):
             return
         self._last = key
         self.time.append(t)
@@ -612,8 +624,15 @@ class _Series:
         self.running.append(running)
         self.pending.append(pending)
         self.nodes_on.append(nodes_on)
+        if self._multi:
+            self._last_types = list(type_busy)
+            for column, value in zip(self.type_busy, type_busy):
+                column.append(value)
+            for column, value in zip(self.type_total, type_total):
+                column.append(value)
 
     def frame(self) -> pd.DataFrame:
+        busy, total = (self.type_busy, self.type_total) if self._multi else ([self.busy], [self.total])
         return pd.DataFrame(
             {
                 "time_s": np.frombuffer(self.time, dtype=np.float64),
@@ -622,5 +641,9 @@ class _Series:
                 "running_jobs": np.frombuffer(self.running, dtype=np.int64),
                 "pending_jobs": np.frombuffer(self.pending, dtype=np.int64),
                 "nodes_on": np.frombuffer(self.nodes_on, dtype=np.int64),
+                **{f"gpus_busy[{name}]": np.frombuffer(col, dtype=np.float64)
+                   for name, col in zip(self.types, busy)},
+                **{f"gpus_total[{name}]": np.frombuffer(col, dtype=np.float64)
+                   for name, col in zip(self.types, total)},
             }
-        )
+        )  # fmt: skip

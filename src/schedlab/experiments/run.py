@@ -98,6 +98,7 @@ class RunSpec:
     seed: int = 0
     config: SimConfig = field(default_factory=SimConfig)
     ces: CESConfig | None = None  # wrap the policy in the CES service (or vanilla DRS)
+    params: dict[str, Any] = field(default_factory=dict)  # policy options (policies that take them)
 
     def cluster_name(self) -> str:
         if self.cluster:
@@ -137,7 +138,7 @@ def simulate_run(
         if wspec.synthetic is not None and wspec.cluster_gpus is None:
             wspec = replace(wspec, cluster_gpus=cluster.total_gpus)
         history, workload = wspec.build_split()
-    options = PolicyOptions(history=history, seed=spec.seed)
+    options = PolicyOptions(history=history, seed=spec.seed, params=spec.params)
     policy = make_policy(spec.policy, placer=spec.placer, rng=np.random.default_rng(spec.seed), options=options)
     if spec.ces is not None:
         policy = CESPolicy(policy, spec.ces, seed=spec.seed)

@@ -47,7 +47,7 @@ def _gfs(variant: str) -> Callable[[Placer, PolicyOptions], Policy]:
     def build(placer: Placer, options: PolicyOptions) -> Policy:
         from schedlab.policies.gfs import build_gfs
 
-        return build_gfs(variant, dict(options.params))
+        return build_gfs(variant, dict(options.params), seed=options.seed)
 
     return build
 
@@ -63,6 +63,36 @@ def _qssf(placer: Placer, options: PolicyOptions) -> Policy:
     except (TypeError, ValueError) as exc:
         raise ConfigError(f"qssf: {exc}") from exc
     return QSSF(placer, history=options.history, settings=settings, refit_every_s=refit, seed=options.seed)
+
+
+def _baseline(name: str) -> Callable[[Placer, PolicyOptions], Policy]:
+    """The GFS paper's baselines (§4.1); ``chronus`` takes :class:`ChronusConfig` fields and
+    ``fgd`` a ``window`` as params, the others none."""
+
+    def build(placer: Placer, options: PolicyOptions) -> Policy:
+        params = dict(options.params)
+        try:
+            if name == "chronus":
+                from schedlab.policies.chronus import Chronus, ChronusConfig
+
+                return Chronus(placer, ChronusConfig(**params))
+            if name == "fgd":
+                from schedlab.policies.fgd import FGD
+
+                return FGD(placer, **params)
+            if params:
+                raise TypeError(f"takes no options (got {', '.join(params)})")
+            if name == "lyra":
+                from schedlab.policies.lyra import Lyra
+
+                return Lyra(placer)
+            from schedlab.policies.yarn_cs_preempt import YarnCsPreempt
+
+            return YarnCsPreempt(placer)
+        except (TypeError, ValueError) as exc:
+            raise ConfigError(f"{name}: {exc}") from exc
+
+    return build
 
 
 POLICIES: dict[str, PolicyInfo] = {
@@ -82,6 +112,12 @@ POLICIES: dict[str, PolicyInfo] = {
                    lambda placer: Tiresias(placer)),
         PolicyInfo("yarn-cs", "YARN capacity scheduler: per-tenant FIFO within capacity", "best-fit",
                    lambda placer: YarnCapacity(placer)),
+        *(PolicyInfo(name, f"GFS baseline (ASPLOS'26 §4.1): {text}", "best-fit", _baseline(name), takes_options=True)
+          for name, text in (
+              ("yarn-cs-preempt", "FCFS, best fit, HP evicts the newest spot jobs of the best-fitting node"),
+              ("chronus", "leases (HP 20 min, spot 5 min) renewed by a MILP at lease ends (SoCC'21)"),
+              ("lyra", "spot only on loaned idle HP nodes, reclaimed by least lost work (EuroSys'23)"),
+              ("fgd", "fragmentation-gradient placement, HP evicts spot (ATC'23)"))),
         PolicyInfo("qssf", "quasi-shortest-service-first: predicted GPU time from past jobs; non-preemptive; "
                    "blocks at the head (Helios)", "consolidate", _qssf, takes_options=True),
         *(PolicyInfo(name, f"GFS spot/HP scheduler (ASPLOS'26){text}; own placement (PTS)", "best-fit",

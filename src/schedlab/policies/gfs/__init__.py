@@ -3,15 +3,16 @@ and preemptive task scheduling (:mod:`.pts`, :mod:`.nodes`, §3.4) in :class:`.p
 
 Variants (the paper's ablations, Tables 8-10, could not be read; each is defined here):
 
-* ``gfs``: everything on, over the injected HP demand forecaster. The learned OrgLinear
-  estimator (:mod:`schedlab.predict.orglinear`) is trained offline on demand series and has
-  no in-simulation interface yet, so ``gfs`` currently uses the weekly-peak forecaster too and
-  differs from ``gfs-e`` only once a learned forecaster is injected;
+* ``gfs``: everything on, with the OrgLinear demand estimator retrained during the run
+  (:class:`.forecast.OrgLinearForecaster`; weekly peak until enough history exists);
 * ``gfs-e``: the production rule, each organisation's previous-week peak HP demand;
 * ``gfs-d``: no dynamic ``eta`` (fixed at its initial 1): quota = min(f, S0 + Sa);
 * ``gfs-s``: no eviction awareness (Score3 and the circuit breaker off);
 * ``gfs-p``: no preemption-aware victim selection (best-fit node, newest spot jobs evicted);
 * ``gfs-sp``: both of the last two off.
+
+Every variant but ``gfs-e`` uses OrgLinear (an ablation removes one component of ``gfs``).
+The option ``forecaster`` ("orglinear" or "weekly-peak") overrides a variant's forecaster.
 """
 
 from __future__ import annotations
@@ -20,12 +21,13 @@ from dataclasses import fields, replace
 from typing import Any
 
 from schedlab.errors import ConfigError
+from schedlab.policies.gfs.forecast import OnlineSettings, OrgLinearForecaster
 from schedlab.policies.gfs.policy import GFS, PtsConfig
-from schedlab.policies.gfs.sqa import SqaConfig, WeeklyPeak
+from schedlab.policies.gfs.sqa import DemandForecaster, SqaConfig, WeeklyPeak
 
 VARIANTS: dict[str, dict[str, Any]] = {
     "gfs": {},
-    "gfs-e": {},
+    "gfs-e": {"forecaster": "weekly-peak"},
     "gfs-d": {"dynamic_eta": False},
     "gfs-s": {"eviction_aware": False},
     "gfs-p": {"preemption_aware": False},
@@ -33,9 +35,11 @@ VARIANTS: dict[str, dict[str, Any]] = {
 }
 
 
-def build_gfs(variant: str, params: dict[str, Any] | None = None) -> GFS:
-    """A GFS variant; ``params`` override any :class:`SqaConfig` / :class:`PtsConfig` field."""
+def build_gfs(variant: str, params: dict[str, Any] | None = None, *, seed: int = 0) -> GFS:
+    """A GFS variant; ``params`` override any :class:`SqaConfig` / :class:`PtsConfig` field
+    and ``forecaster``; ``seed`` seeds OrgLinear's training."""
     settings = {**VARIANTS[variant], **(params or {})}
+    forecaster = _forecaster(variant, settings.pop("forecaster", "orglinear"), seed)
     sqa_names = {f.name for f in fields(SqaConfig)}
     pts_names = {f.name for f in fields(PtsConfig)}
     unknown = sorted(set(settings) - sqa_names - pts_names)
@@ -46,7 +50,15 @@ def build_gfs(variant: str, params: dict[str, Any] | None = None) -> GFS:
         pts = replace(PtsConfig(), **{k: v for k, v in settings.items() if k in pts_names})
     except (TypeError, ValueError) as exc:
         raise ConfigError(f"{variant}: {exc}") from exc
-    return GFS(variant, WeeklyPeak(), sqa=sqa, pts_config=pts)
+    return GFS(variant, forecaster, sqa=sqa, pts_config=pts)
 
 
-__all__ = ["GFS", "PtsConfig", "SqaConfig", "VARIANTS", "WeeklyPeak", "build_gfs"]
+def _forecaster(variant: str, kind: str, seed: int) -> DemandForecaster:
+    if kind == "orglinear":
+        return OrgLinearForecaster(OnlineSettings(), seed=seed)
+    if kind == "weekly-peak":
+        return WeeklyPeak()
+    raise ConfigError(f"{variant}: forecaster must be orglinear or weekly-peak (got {kind!r})")
+
+
+__all__ = ["GFS", "OnlineSettings", "OrgLinearForecaster", "PtsConfig", "SqaConfig", "VARIANTS", "WeeklyPeak", "build_gfs"]

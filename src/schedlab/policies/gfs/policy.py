@@ -245,7 +245,8 @@ class GFS(Policy):
     # ----- report ----------------------------------------------------------------------------
     def report(self, jobs: pd.DataFrame) -> dict[str, Any]:
         """``{"gfs": ...}``: SLO violations of spot jobs (evictions inside the guarantee),
-        evictions, the final and extreme ``eta``, and the decision time per task."""
+        evictions, the final and extreme ``eta``, the decision time per task and the
+        forecaster's ``stats`` if it has any (OrgLinear: trainings and their time)."""
         spot = jobs["priority_class"].to_numpy() == SPOT
         started = int(np.isfinite(jobs["first_start_s"].to_numpy(dtype=float))[spot].sum())
         decisions = np.frombuffer(self.decision_s, dtype=np.float64) * 1000.0
@@ -253,6 +254,7 @@ class GFS(Policy):
         return {"gfs": {
             "variant": self.name,
             "forecaster": self.forecaster.name,
+            **getattr(self.forecaster, "stats", {}),
             "guarantee_h": self.sqa.guarantee_h,
             "evictions": self.evictions,
             "slo_violations": sum(self.violations.values()),

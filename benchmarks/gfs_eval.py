@@ -1,0 +1,155 @@
+"""GFS evaluation (Duan et al., ASPLOS '26, arXiv 2509.11134, §4): the shape of Tables 5, 6 and 8-10.
+
+Metrics (§4.2), per class (hp, spot): mean JCT, JCT-p99, mean JQT (``queue_s``: every queueing
+segment, re-queues after evictions included), the spot eviction rate (evictions / runs) and
+the GPU allocation rate per GPU model (over the arrival window: the synthetic durations have a
+long tail, so over the whole makespan the cluster is mostly idle). Every run uses the ``gfs`` cluster preset (4,278 nodes)
+and a ``--synthetic gfs`` workload; runs go to a pool of worker processes, like
+``schedlab.experiments.run.compare_runs``, but one pool per table so that all its cells share it.
+
+    python benchmarks/gfs_eval.py table5        # spot_scale 1, 2, 4 x baselines and gfs
+    python benchmarks/gfs_eval.py table6        # gfs with guaranteed duration H = 1, 2, 4 h
+    python benchmarks/gfs_eval.py ablation      # gfs-e, gfs-d, gfs-s, gfs-p, gfs-sp, gfs
+    python benchmarks/gfs_eval.py all --out runs/gfs-eval
+
+Baselines of Table 5 are those of ``BASELINES`` present in the registry when the script runs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import tempfile
+import time
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from schedlab.experiments.run import RunSpec, WorkloadSpec, simulate_run
+from schedlab.metrics.summary import gpu_alloc_rate, gpu_alloc_rate_by_model
+from schedlab.policies.registry import POLICIES
+
+BASELINES = ("yarn-cs-preempt", "chronus", "lyra", "fgd")
+ABLATIONS = ("gfs-e", "gfs-d", "gfs-s", "gfs-p", "gfs-sp", "gfs")
+CLASSES = ("hp", "spot")
+
+
+@dataclass(frozen=True)
+class Cell:
+    """One run of a table: its row label, policy, spot scale and policy options."""
+
+    label: str
+    policy: str
+    spot_scale: float
+    params: dict[str, Any] = field(default_factory=dict)
+
+
+def cells(table: str) -> list[Cell]:
+    """The runs of ``table`` (table5, table6 or ablation)."""
+    if table == "table5":
+        names = [p for p in BASELINES if p in POLICIES] + ["gfs"]
+        return [Cell(f"x{k:g} {p}", p, k) for k in (1, 2, 4) for p in names]
+    if table == "table6":
+        return [Cell(f"H={h:g} h", "gfs", 1, {"guarantee_h": float(h)}) for h in (1, 2, 4)]
+    if table == "ablation":
+        return [Cell(p, p, 1) for p in ABLATIONS]
+    raise SystemExit(f"unknown table {table!r}")
+
+
+def run_cell(cell: Cell, jobs: int, load: float, seed: int, out: Path | None) -> dict[str, Any]:
+    """Simulate one cell; returns its summary plus ``alloc_window``: the GPU allocation rate,
+    overall and per model, over the arrival window (time 0 to the last submission) only."""
+    wspec = WorkloadSpec(synthetic="gfs", jobs=jobs, seed=seed, load=load, options={"spot_scale": cell.spot_scale})
+    spec = RunSpec(wspec, "gfs", cell.policy, seed=seed, params=cell.params)
+    with tempfile.TemporaryDirectory() as scratch:
+        target = Path(scratch) if out is None else out / cell.label.replace(" ", "_").replace("=", "")
+        summary = simulate_run(spec, target)
+        ts = pd.read_parquet(target / "timeseries.parquet")
+        last_submit = float(pd.read_parquet(target / "jobs.parquet", columns=["submit_s"])["submit_s"].max())
+    window = ts[ts["time_s"] <= last_submit]
+    end = np.array([last_submit])
+    summary["alloc_window"] = {"all": gpu_alloc_rate(window, end), **gpu_alloc_rate_by_model(window, end),
+                               "hours": last_submit / 3600}  # fmt: skip
+    return summary
+
+
+def _h(seconds: float | None) -> str:
+    return "-" if seconds is None else f"{seconds / 3600:.2f}"
+
+
+def _f(x: float | None, digits: int = 3) -> str:
+    return "-" if x is None else f"{x:.{digits}f}"
+
+
+def table(rows: list[tuple[Cell, dict[str, Any]]]) -> str:
+    """Markdown: per class JCT, JCT-p99 and JQT (hours), spot eviction rate, GPU allocation."""
+    head = ["run"]
+    for c in CLASSES:
+        head += [f"{c} JCT h", f"{c} JCT-p99 h", f"{c} JQT h"]
+    head += ["spot evict rate", "spot SLO-violated share", "GPU alloc (arrivals)", "GPU alloc (makespan)", "wall s"]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for cell, s in rows:
+        row = [cell.label]
+        for c in CLASSES:
+            k = s["classes"].get(c, {})
+            row += [_h(k.get("jct_mean_s")), _h(k.get("jct_p99_s")), _h(k.get("queue_mean_s"))]
+        gfs = s.get("gfs", {})
+        row += [_f(s["classes"].get("spot", {}).get("eviction_rate")), _f(gfs.get("slo_violated_share")),
+                _f(s["alloc_window"]["all"]), _f(s.get("gpu_alloc_rate")), f"{s['sim_wall_s']:.0f}"]  # fmt: skip
+        lines.append("| " + " | ".join(row) + " |")
+    return "\n".join(lines)
+
+
+def model_table(rows: list[tuple[Cell, dict[str, Any]]]) -> str:
+    """Markdown: GPU allocation rate per GPU model over the arrival window."""
+    models = sorted({m for _, s in rows for m in s["gpu_alloc_rate_by_model"]})
+    lines = ["| run (arrivals) | " + " | ".join(models) + " |", "|" + "---|" * (len(models) + 1)]
+    for cell, s in rows:
+        by = s["alloc_window"]
+        lines.append(f"| {cell.label} | " + " | ".join(_f(by.get(m)) for m in models) + " |")
+    return "\n".join(lines)
+
+
+def decisions(rows: list[tuple[Cell, dict[str, Any]]]) -> str:
+    """Markdown: the gfs policies' scheduling decision time per task and forecaster cost."""
+    lines = ["| run | decisions | mean ms | p99 ms | OrgLinear trainings | training s |", "|---|---|---|---|---|---|"]
+    for cell, s in rows:
+        g = s.get("gfs")
+        if g is not None:
+            lines.append(f"| {cell.label} | {g['decisions']} | {_f(g['decision_ms_mean'], 4)} | "
+                         f"{_f(g['decision_ms_p99'], 4)} | {g.get('forecaster_trainings', '-')} | "
+                         f"{g.get('forecaster_train_s', '-')} |")  # fmt: skip
+    return "\n".join(lines)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("table", choices=("table5", "table6", "ablation", "all"))
+    parser.add_argument("--jobs", type=int, default=12000, help="synthetic gfs jobs at spot_scale 1")
+    parser.add_argument("--load", type=float, default=1.5, help="offered load of the workload")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--processes", type=int, default=os.cpu_count() or 1)
+    parser.add_argument("--out", type=Path, default=None, help="write each run's results under this folder")
+    args = parser.parse_args()
+    tables = ("table5", "table6", "ablation") if args.table == "all" else (args.table,)
+    for name in tables:
+        todo = cells(name)
+        out = None if args.out is None else args.out / name
+        t0 = time.perf_counter()
+        with ProcessPoolExecutor(max_workers=min(args.processes, len(todo))) as pool:
+            futures = [pool.submit(run_cell, c, args.jobs, args.load, args.seed, out) for c in todo]
+            rows = [(c, f.result()) for c, f in zip(todo, futures, strict=True)]
+        hours = rows[0][1]["alloc_window"]["hours"]
+        print(f"## {name}: {args.jobs} jobs, load {args.load:g}, seed {args.seed}, arrivals over {hours:.1f} h "
+              f"({time.perf_counter() - t0:.0f} s)\n")  # fmt: skip
+        print(table(rows), "\n")
+        print(model_table(rows), "\n")
+        print(decisions(rows), "\n", flush=True)
+
+
+if __name__ == "__main__":
+    main()

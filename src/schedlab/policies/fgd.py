@@ -1,0 +1,89 @@
+"""``fgd``: fragmentation gradient descent placement (Weng et al., USENIX ATC '23), adapted
+from GPU-sharing (in-card) fragmentation to whole GPUs in a node, as a GFS baseline (Duan et
+al., ASPLOS '26, §4.1).
+
+FGD measures a node's fragmentation against the target workload, the popularity of the task
+shapes expected to arrive, and places a task where the expected fragmentation grows least
+(steepest descent). Adaptation assumed here:
+
+* task shape = the GPU unit a job needs on one node: its GPU count when it fits on one node of
+  its groups, else its GPUs per worker (1 when unset); fractional jobs count as 1;
+* target workload = the shares of these units among the last ``window`` arrivals of the same
+  GPU model (all arrivals for jobs that accept any model), which covers the pending jobs;
+* fragmentation of a node with ``f`` free GPUs = ``sum_u p_u * (f mod u)``: the free GPUs that
+  the units cannot fill (all ``f`` when ``f < u``);
+* a single-node job goes to the node minimising ``frag(f - need) - frag(f)``, ties broken by
+  best fit (fewer free GPUs) then lowest id.
+
+Speed: the score depends only on a node's free count, so one candidate per free-count bucket
+of each eligible (pool, model) group is scored (the lowest id of the bucket): at most
+``max_gpus`` scores per group, never a scan of the nodes. Jobs spanning nodes and fractional
+jobs use the placer's rule (best fit by default), unscored. Queueing and eviction (FCFS,
+HP first, HP evicts the newest spot jobs of the best-fitting node) are those of
+:mod:`schedlab.policies.spot_fcfs`.
+"""
+
+from __future__ import annotations
+
+from collections import Counter, deque
+
+from schedlab.policies.placers import Alloc, Placer
+from schedlab.policies.spot_fcfs import SpotFCFS
+from schedlab.sim.job import Job
+
+
+def fragmentation(free: int, units: Counter[int]) -> int:
+    """Free GPUs that jobs drawn from ``units`` (unit -> count of recent arrivals) cannot use,
+    times the number of arrivals: the expected fragmentation, kept integral so ties are exact."""
+    return sum(count * (free % unit) for unit, count in units.items())
+
+
+class FGD(SpotFCFS):
+    """FCFS + fragmentation-gradient placement + newest-spot-first eviction."""
+
+    name = "fgd"
+
+    def __init__(self, placer: Placer, *, window: int = 1000) -> None:
+        super().__init__(placer)
+        self.window = window
+        self.recent: dict[str, deque[int]] = {}
+        self.units: dict[str, Counter[int]] = {}
+
+    def on_arrival(self, ctx, job: Job) -> None:
+        unit = self._unit(ctx, job)
+        for model in {job.gpu_type, ""}:
+            recent = self.recent.setdefault(model, deque())
+            counts = self.units.setdefault(model, Counter())
+            recent.append(unit)
+            counts[unit] += 1
+            if len(recent) > self.window:
+                old = recent.popleft()
+                counts[old] -= 1
+                if not counts[old]:
+                    del counts[old]
+        super().on_arrival(ctx, job)
+
+    @staticmethod
+    def _unit(ctx, job: Job) -> int:
+        if job.fractional:
+            return 1
+        if any(job.num_gpus <= g.max_gpus for g in ctx.groups_of(job)):
+            return int(job.num_gpus)
+        gpw = job.gpus_per_worker
+        return int(gpw) if gpw == gpw and gpw >= 1 else 1
+
+    def place(self, ctx, job: Job) -> Alloc | None:
+        groups = ctx.groups_of(job)
+        need = int(job.num_gpus)
+        if job.fractional or not any(need <= g.max_gpus for g in groups):
+            return self.placer.place(ctx, job)
+        units = self.units.get(job.gpu_type, Counter())
+        best: tuple[int, int, int] | None = None
+        for g in groups:
+            for free in range(need, g.max_gpus + 1):
+                bucket = g.buckets[free]
+                if bucket:
+                    rank = (fragmentation(free - need, units) - fragmentation(free, units), free, bucket[0])
+                    if best is None or rank < best:
+                        best = rank
+        return None if best is None else [(best[2], need)]

@@ -1,0 +1,156 @@
+"""OrgLinear (the GDE of GFS, Duan et al., ASPLOS '26, arXiv 2509.11134, §3.2) as the HP demand
+forecaster of SQA (§3.3) inside a simulation.
+
+:class:`OrgLinearForecaster` implements :class:`.sqa.DemandForecaster`. It integrates the HP
+GPUs in use per (GPU model, organisation) that the policy reports into hourly means, one series
+per key (OrgLinear's "organisation" is here a (model, organisation) pair, since eq. 9 is per
+model). Only complete hours enter the series, so nothing after ``now`` is ever seen.
+
+* Training: once ``lookback + horizon`` complete hours exist, and again every ``retrain_h``
+  hours, OrgLinear is fitted on the last ``train_h`` hours (at most) with a small, single-thread
+  configuration; the seed is the run's.
+* Forecast: after each training and every ``refresh_h`` complete hours, the latest model
+  forecasts the next ``horizon`` hours from the last ``lookback``; ``upper_bound(p, H)`` is, per key, the largest p-quantile over the
+  hours from the current one to ``now + H``.
+* Fallback: before the first training, and for keys first seen after it, the bound is the
+  weekly peak of :class:`.sqa.WeeklyPeak` (the ``gfs-e`` rule).
+
+Deviations (not from the paper): the demand is the HP GPUs *allocated* (the simulator's view),
+not the no-queue demand of :func:`schedlab.predict.demand_series.from_workload`; the calendar
+starts at a nominal Monday midnight with no holidays (the run's time 0 is its origin).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from schedlab.errors import ConfigError
+from schedlab.policies.gfs.sqa import Key, WeeklyPeak
+from schedlab.predict.demand_series import HOUR_S, NOMINAL_START, DemandSeries
+from schedlab.predict.orglinear import OrgForecast, OrgLinear, OrgLinearConfig
+
+# In-simulation default: a day of look-back, a horizon covering H <= 4 h from a forecast up
+# to ``refresh_h`` - 1 hours old, few epochs on one thread (about 0.1 s per training).
+SIM_CONFIG = OrgLinearConfig(lookback=24, horizon=12, kernel=13, dim=8, epochs=3, batch_size=2048, stride=6, threads=1)
+
+
+@dataclass(frozen=True)
+class OnlineSettings:
+    """When OrgLinear is retrained, on how much history, and how often it forecasts (hours)."""
+
+    model: OrgLinearConfig = SIM_CONFIG
+    retrain_h: int = 24
+    train_h: int = 96
+    refresh_h: int = 4
+
+    def __post_init__(self) -> None:
+        c = self.model
+        if min(self.retrain_h, self.refresh_h) < 1 or self.train_h < c.lookback + c.horizon:
+            raise ConfigError("gfs forecaster: retrain_h, refresh_h >= 1 and train_h >= lookback + horizon are required")
+
+
+class OrgLinearForecaster:
+    """SQA's demand forecaster backed by OrgLinear, retrained periodically on the run so far."""
+
+    name = "orglinear"
+
+    def __init__(self, settings: OnlineSettings | None = None, *, seed: int) -> None:
+        self.settings = settings or OnlineSettings()
+        self.seed = seed
+        self.fallback = WeeklyPeak()
+        self.now = 0.0
+        self._index: dict[Key, int] = {}
+        self._level = np.zeros(0)
+        self._acc = np.zeros(0)  # GPU-seconds of the current hour
+        self._hours: list[np.ndarray] = []  # complete hours: mean GPUs per key (index order)
+        self._clock = 0.0  # time up to which levels are integrated
+        self.model: OrgLinear | None = None
+        self.trained_hours: list[int] = []  # complete hours seen at each training
+        self.train_seconds = 0.0
+        self._forecast: OrgForecast | None = None
+        self._forecast_hour = -1  # hour index of the forecast's first hour
+        self._bound_cache: dict[float, np.ndarray] = {}
+
+    # ----- DemandForecaster ----------------------------------------------------------------
+    def observe(self, now: float, changes: Mapping[Key, float]) -> None:
+        self.fallback.observe(now, changes)
+        self._advance(now)
+        for key, value in changes.items():
+            i = self._index.get(key)
+            if i is None:
+                i = self._index[key] = len(self._index)
+                self._level = np.append(self._level, 0.0)
+                self._acc = np.append(self._acc, 0.0)
+            self._level[i] = value
+        self.now = now
+        self._maybe_refresh()
+
+    def upper_bound(self, p: float, horizon_h: float) -> dict[Key, float]:
+        bounds = self.fallback.upper_bound(p, horizon_h)
+        if self._forecast is None or self.model is None:
+            return bounds
+        current = int(self.now // HOUR_S)
+        first = current - self._forecast_hour
+        last = int(math.floor((self.now + horizon_h * HOUR_S) / HOUR_S)) - self._forecast_hour
+        last = min(last, self.settings.model.horizon - 1)
+        if not 0 <= first <= last:
+            return bounds
+        quantiles = self._bound_cache.get(p)
+        if quantiles is None:
+            quantiles = self._bound_cache[p] = self._forecast.upper_bound(p).to_numpy().T
+        peak = quantiles[:, first : last + 1].max(axis=1)
+        keys = list(self._index)
+        for col, value in zip(self._forecast.orgs, peak):
+            bounds[keys[int(col)]] = float(value)
+        return bounds
+
+    @property
+    def stats(self) -> dict[str, float | int]:
+        """Trainings so far and their total wall time (summary block ``gfs``)."""
+        return {"forecaster_trainings": len(self.trained_hours), "forecaster_train_s": round(self.train_seconds, 3)}
+
+    # ----- hourly series -------------------------------------------------------------------
+    def _advance(self, now: float) -> None:
+        """Integrate the current levels up to ``now``, closing every hour that ends by then."""
+        while (self._clock // HOUR_S + 1) * HOUR_S <= now:
+            end = (self._clock // HOUR_S + 1) * HOUR_S
+            self._acc += self._level * (end - self._clock)
+            self._hours.append(self._acc / HOUR_S)
+            self._acc = np.zeros_like(self._acc)
+            self._clock = end
+        self._acc += self._level * (now - self._clock)
+        self._clock = now
+
+    def _series(self, hours: int) -> DemandSeries:
+        """The last ``hours`` complete hours, one column per key (named by its index)."""
+        n = len(self._hours)
+        start = n - hours
+        width = len(self._index)
+        values = np.zeros((hours, width))
+        for row, h in enumerate(self._hours[start:]):
+            values[row, : len(h)] = h
+        index = pd.date_range(NOMINAL_START + pd.Timedelta(hours=start), periods=hours, freq="h")
+        return DemandSeries(pd.DataFrame(values, index=index, columns=[str(i) for i in range(width)]), frozenset(), "gfs-run")
+
+    def _maybe_refresh(self) -> None:
+        """Retrain when due, and forecast after a training or every ``refresh_h`` hours."""
+        s = self.settings
+        c = s.model
+        n = len(self._hours)
+        if n < c.lookback + c.horizon:
+            return
+        if not self.trained_hours or n - self.trained_hours[-1] >= s.retrain_h:
+            model = OrgLinear(c, seed=self.seed).fit(self._series(min(n, s.train_h)))
+            self.model = model
+            self.trained_hours.append(n)
+            self.train_seconds += model.train_seconds
+            self._forecast_hour = -1
+        if self._forecast_hour < 0 or n - self._forecast_hour >= s.refresh_h:
+            self._forecast = self.model.forecast(self._series(c.lookback))
+            self._forecast_hour = n
+            self._bound_cache = {}

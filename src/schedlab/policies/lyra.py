@@ -1,0 +1,206 @@
+"""``lyra``: capacity loaning with least-cost reclaiming (Li et al., EuroSys '23), as a GFS
+baseline (Duan et al., ASPLOS '26, §4.1).
+
+Lyra loans idle inference servers to training jobs and, when inference needs them back,
+reclaims servers greedily by their preemption cost. Mapping assumed here: every node is HP
+capacity; spot jobs run only on *loaned* nodes, and a node is loaned only when it is idle
+(no GPU in use). HP jobs run only on nodes that are not loaned. When an HP job fits on no HP
+node, loaned nodes are reclaimed: all their spot jobs are evicted and the node returns to HP.
+The node chosen is the one with the least preemption cost, the work its spot jobs lose,
+``sum g * (t - t_ckpt)`` (GPUs times wall seconds since the last checkpoint, as
+:func:`schedlab.policies.gfs.pts.waste`), among those large enough for the job; ties go to
+the smaller node, then the lowest id. A job spanning nodes reclaims the nodes of least cost
+per GPU until the HP nodes of its groups have enough free GPUs. A loaned node whose spot jobs
+have all left returns to HP at once.
+
+Deviations: jobs are rigid here, so Lyra's elastic scaling (the knapsack over extra workers)
+is not modelled; reclaiming is per node, as in Lyra, so a whole node's spot jobs are evicted
+even when part of it would do. Queues are those of :mod:`schedlab.policies.spot_fcfs` (FCFS,
+HP first). Placement inside each side is best fit over its own free-count buckets, so no
+decision scans the nodes; reclaiming looks at the loaned nodes of the job's groups, and only
+when an HP job fits nowhere. Fractional jobs take a whole GPU's slot of the index (no GPU
+sharing between them).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pandas as pd
+from sortedcontainers import SortedList
+
+from schedlab.cluster.state import ClusterState, Group
+from schedlab.policies.gfs.pts import waste
+from schedlab.policies.placers import Alloc, Placer
+from schedlab.policies.spot_fcfs import SPOT, SpotFCFS
+from schedlab.sim.job import Job
+
+
+class NodeSet:
+    """A subset of the nodes, bucketed per group by whole free GPUs (like the cluster state)."""
+
+    def __init__(self, state: ClusterState) -> None:
+        self.state = state
+        self.buckets = [[SortedList() for _ in range(g.max_gpus + 1)] for g in state.groups]
+        self.sizes = [sorted({state.node_gpus[n] for n in g.nodes}) for g in state.groups]
+        self.free_at: dict[int, int] = {}
+
+    def __contains__(self, node: int) -> bool:
+        return node in self.free_at
+
+    def add(self, node: int) -> None:
+        free = self.state.free[node]
+        self.free_at[node] = free
+        self.buckets[self.state.node_group[node]][free].add(node)
+
+    def remove(self, node: int) -> None:
+        self.buckets[self.state.node_group[node]][self.free_at.pop(node)].remove(node)
+
+    def refresh(self, node: int) -> None:
+        if node in self.free_at and self.free_at[node] != self.state.free[node]:
+            self.remove(node)
+            self.add(node)
+
+    def best_fit(self, groups: tuple[Group, ...], need: int) -> int | None:
+        """The node with the fewest free GPUs >= ``need``, lowest id on ties."""
+        best: tuple[int, int] | None = None
+        for g in groups:
+            buckets = self.buckets[self.state.node_group[g.nodes[0]]]
+            node = next((b[0] for b in buckets[max(need, 1):] if b), None)
+            if node is not None and (best is None or (self.free_at[node], node) < best):
+                best = (self.free_at[node], node)
+        return None if best is None else best[1]
+
+    def smallest_idle(self, groups: tuple[Group, ...], need: int) -> int | None:
+        """The smallest idle node with at least ``need`` GPUs, lowest id on ties (looks only at
+        the buckets whose free count is a node size of the group)."""
+        best: tuple[int, int] | None = None
+        state = self.state
+        for g in groups:
+            gid = state.node_group[g.nodes[0]]
+            for size in self.sizes[gid]:
+                if size < need:
+                    continue
+                node = next((n for n in self.buckets[gid][size] if state.node_gpus[n] == size), None)
+                if node is not None:
+                    if best is None or (size, node) < best:
+                        best = (size, node)
+                    break
+        return None if best is None else best[1]
+
+    def by_free(self, groups: tuple[Group, ...]) -> list[int]:
+        """Nodes of the groups with free GPUs, most free first."""
+        gids = [self.state.node_group[g.nodes[0]] for g in groups]
+        top = max(g.max_gpus for g in groups)
+        return [n for free in range(top, 0, -1) for gid in gids if free < len(self.buckets[gid])
+                for n in self.buckets[gid][free]]  # fmt: skip
+
+
+def _spread(state: ClusterState, job: Job, nodes: list[int]) -> Alloc | None:
+    """Whole workers of ``job`` from ``nodes`` in order, or None if they cannot hold it."""
+    gpw = job.gpus_per_worker
+    worker = int(gpw) if gpw == gpw and gpw >= 1 else 1
+    need = int(job.num_gpus)
+    alloc: Alloc = []
+    for n in nodes:
+        take = min(state.free[n], need) // worker * worker
+        if take:
+            alloc.append((n, take))
+            need -= take
+            if need == 0:
+                return alloc
+    return None
+
+
+class Lyra(SpotFCFS):
+    """Spot jobs on loaned idle HP nodes; HP reclaims the loaned nodes of least lost work."""
+
+    name = "lyra"
+
+    def __init__(self, placer: Placer) -> None:
+        super().__init__(placer)
+        self.hp: NodeSet | None = None
+        self.loaned: NodeSet | None = None
+        self.fractions_on: dict[int, dict[int, Job]] = {}  # node -> fractional spot jobs
+        self.reclaims = 0
+
+    def setup(self, ctx) -> None:
+        self.hp = NodeSet(ctx.state)
+        self.loaned = NodeSet(ctx.state)
+        for node in range(ctx.state.num_nodes):
+            self.hp.add(node)
+
+    def place(self, ctx, job: Job) -> Alloc | None:
+        groups = ctx.groups_of(job)
+        need = 1 if job.fractional else int(job.num_gpus)
+        single = any(need <= g.max_gpus for g in groups)
+        if job.cls != SPOT:
+            if not single:
+                return _spread(ctx.state, job, self.hp.by_free(groups))
+            node = self.hp.best_fit(groups, need)
+        elif not single:
+            idle = [n for n in self.hp.by_free(groups) if ctx.state.idle(n)]
+            return _spread(ctx.state, job, self.loaned.by_free(groups) + idle)
+        else:
+            node = self.loaned.best_fit(groups, need)
+            if node is None:
+                node = self.hp.smallest_idle(groups, need)
+        return None if node is None else [(node, need)]
+
+    def started(self, ctx, job: Job) -> None:
+        for node, _gids in job.alloc:
+            if job.cls == SPOT and node in self.hp:
+                self.hp.remove(node)
+                self.loaned.add(node)
+            if job.cls == SPOT and job.fractional:
+                self.fractions_on.setdefault(node, {})[job.idx] = job
+            self.hp.refresh(node)
+            self.loaned.refresh(node)
+
+    def released(self, ctx, job: Job) -> None:
+        super().released(ctx, job)
+        for node, _gids in job.data:
+            if job.cls == SPOT and job.fractional:
+                del self.fractions_on[node][job.idx]
+            self.hp.refresh(node)
+            self.loaned.refresh(node)
+            if node in self.loaned and ctx.state.idle(node):
+                self.loaned.remove(node)
+                self.hp.add(node)
+
+    def make_room(self, ctx, job: Job) -> Alloc | None:
+        state = ctx.state
+        groups = ctx.groups_of(job)
+        gids = {state.node_group[g.nodes[0]] for g in groups}
+        need = 1 if job.fractional else int(job.num_gpus)
+        loaned = [n for n in self.loaned.free_at if state.node_group[n] in gids]
+        if any(need <= g.max_gpus for g in groups):
+            fitting = [n for n in loaned if state.node_gpus[n] >= need]
+            if not fitting:
+                return None
+            self._reclaim(ctx, min(fitting, key=lambda n: (self.cost(ctx, n), state.node_gpus[n], n)))
+            return self.place(ctx, job)
+        hp_free = state.free_in(groups) - sum(self.loaned.free_at[n] for n in loaned)
+        if hp_free + sum(state.node_gpus[n] for n in loaned) < need:
+            return None
+        for node in sorted(loaned, key=lambda n: (self.cost(ctx, n) / state.node_gpus[n], n)):
+            if hp_free >= need:
+                break
+            self._reclaim(ctx, node)
+            hp_free += state.free[node]
+        return self.place(ctx, job)
+
+    def cost(self, ctx, node: int) -> float:
+        """Lyra's server preemption cost: the work lost by evicting the node's spot jobs."""
+        jobs = [*self.spot_on.get(node, {}).values(), *self.fractions_on.get(node, {}).values()]
+        return sum(waste(ctx, j) for j in jobs)
+
+    def _reclaim(self, ctx, node: int) -> None:
+        """Evict every spot job of a loaned node; the node, now idle, returns to HP."""
+        self.reclaims += 1
+        for victim in [*self.spot_on.get(node, {}).values(), *self.fractions_on.get(node, {}).values()]:
+            self.evict(ctx, victim)
+
+    def report(self, jobs: pd.DataFrame) -> dict[str, Any]:
+        """``{"lyra": {"evictions", "reclaims"}}``: spot jobs evicted, nodes reclaimed."""
+        return {self.name: {"evictions": self.evictions, "reclaims": self.reclaims}}

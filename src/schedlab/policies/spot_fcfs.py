@@ -1,0 +1,156 @@
+"""The FCFS spot/HP skeleton shared by the GFS baselines (Duan et al., ASPLOS '26, §4.1):
+``yarn-cs-preempt``, ``fgd`` and ``lyra``.
+
+Queues: one per class (HP = every class but "spot") and job shape, each FIFO by submission;
+a round serves HP jobs first, then spot jobs; a shape whose head cannot start is passed over
+for the round (backfill across shapes, as in :mod:`schedlab.policies.gfs.policy`, so that the
+baselines differ from GFS only in what the paper compares). An HP job that fits nowhere asks
+:meth:`SpotFCFS.make_room` to evict spot jobs; spot jobs never evict anything and HP jobs
+are never evicted. Evicted spot jobs lose the work since their last checkpoint
+(``ctx.preempt``) and go back to their queue in submission order. An HP shape for which no
+eviction helps is not tried again until a job finishes.
+
+Default eviction (the GFS paper's description of its YARN-CS baseline, assumed here): the
+best-fitting node, i.e. the fewest free plus spot-held GPUs that still hold the job, lowest
+id on ties, and on it the newest spot jobs first until the job fits. A job larger than one
+node evicts every spot job of the nodes holding the most spot GPUs until enough GPUs are free
+in its groups (an assumption). Fractional spot jobs are never victims (evicting one may free
+no whole GPU). Only nodes that hold spot jobs are looked at, and only when an HP job fits
+nowhere.
+"""
+
+from __future__ import annotations
+
+import heapq
+from typing import Any
+
+import pandas as pd
+from sortedcontainers import SortedList
+
+from schedlab.policies.base import Policy, _shape
+from schedlab.policies.placers import Alloc, Placer
+from schedlab.sim.job import Job
+
+SPOT = "spot"
+
+
+class SpotFCFS(Policy):
+    """HP-first FCFS over a placer; subclasses change :meth:`place` and :meth:`make_room`."""
+
+    name = "spot-fcfs"
+
+    def __init__(self, placer: Placer) -> None:
+        self.placer = placer
+        self.queues: dict[bool, dict[tuple, SortedList]] = {False: {}, True: {}}  # keyed by "is spot"
+        self.waiting: dict[int, Job] = {}
+        self.blocked: set[tuple] = set()  # HP shapes no eviction could place, until a finish
+        self.spot_on: dict[int, dict[int, Job]] = {}  # node -> whole-GPU spot jobs on it
+        self.spot_gpus: dict[int, int] = {}  # node -> GPUs those jobs hold there
+        self.evictions = 0
+
+    # ----- callbacks -----------------------------------------------------------------------
+    def on_arrival(self, ctx, job: Job) -> None:
+        self._enqueue(job)
+
+    def on_finish(self, ctx, job: Job) -> None:
+        self.blocked.clear()
+        self.released(ctx, job)
+
+    def schedule(self, ctx) -> None:
+        self._drain(ctx, spot=False)
+        self._drain(ctx, spot=True)
+
+    # ----- hooks -----------------------------------------------------------------------------
+    def place(self, ctx, job: Job) -> Alloc | None:
+        """Where ``job`` starts now without evicting anything (None: it waits)."""
+        return self.placer.place(ctx, job)
+
+    def make_room(self, ctx, job: Job) -> Alloc | None:
+        """Evict spot jobs so that HP ``job`` fits; its allocation, or None (nothing evicted)."""
+        state = ctx.state
+        groups = ctx.groups_of(job)
+        gids = {state.node_group[g.nodes[0]] for g in groups}
+        nodes = [n for n in self.spot_on if state.node_group[n] in gids]
+        need = 1 if job.fractional else int(job.num_gpus)
+        if any(need <= g.max_gpus for g in groups):
+            fitting = [(state.free[n] + self.spot_gpus[n], n) for n in nodes if state.free[n] + self.spot_gpus[n] >= need]
+            if not fitting:
+                return None
+            _, node = min(fitting)
+            newest = sorted(self.spot_on[node].values(), key=lambda j: (j.run_since, j.idx), reverse=True)
+            for victim in newest:
+                if state.free[node] >= need:
+                    break
+                self.evict(ctx, victim)
+            return [(node, need)] if not job.fractional else self.place(ctx, job)
+        if state.free_in(groups) + sum(self.spot_gpus[n] for n in nodes) < need:
+            return None
+        for node in sorted(nodes, key=lambda n: (-self.spot_gpus[n], n)):
+            if state.free_in(groups) >= need:
+                break
+            for victim in list(self.spot_on[node].values()):
+                self.evict(ctx, victim)
+        return self.place(ctx, job)
+
+    def started(self, ctx, job: Job) -> None:
+        """Hook: ``job`` just started on ``job.alloc``."""
+
+    def released(self, ctx, job: Job) -> None:
+        """Hook: ``job`` finished or was evicted; ``job.data`` holds the allocation it left."""
+        if job.cls == SPOT and not job.fractional:
+            for node, gids in job.data:
+                jobs = self.spot_on[node]
+                del jobs[job.idx]
+                self.spot_gpus[node] -= len(gids)
+                if not jobs:
+                    del self.spot_on[node], self.spot_gpus[node]
+
+    # ----- mechanics ---------------------------------------------------------------------------
+    def _enqueue(self, job: Job) -> None:
+        shapes = self.queues[job.cls == SPOT]
+        key = _shape(job)
+        queue = shapes.get(key)
+        if queue is None:
+            queue = shapes[key] = SortedList()
+        queue.add((job.submit, job.idx))
+        self.waiting[job.idx] = job
+
+    def _drain(self, ctx, *, spot: bool) -> None:
+        shapes = self.queues[spot]
+        heads = [(queue[0], key) for key, queue in shapes.items() if queue]
+        heapq.heapify(heads)
+        while heads:
+            entry, key = heapq.heappop(heads)
+            job = self.waiting[entry[1]]
+            alloc = self.place(ctx, job)
+            if alloc is None and not spot and key not in self.blocked:
+                alloc = self.make_room(ctx, job)
+                if alloc is None:
+                    self.blocked.add(key)
+            if alloc is None:
+                continue  # no job of this shape starts in this round
+            self.start(ctx, job, alloc)
+            queue = shapes[key]
+            queue.remove(entry)
+            if queue:
+                heapq.heappush(heads, (queue[0], key))
+
+    def start(self, ctx, job: Job, alloc: Alloc) -> None:
+        ctx.start(job, alloc)
+        del self.waiting[job.idx]
+        job.data = job.alloc
+        if job.cls == SPOT and not job.fractional:
+            for node, gids in job.alloc:
+                self.spot_on.setdefault(node, {})[job.idx] = job
+                self.spot_gpus[node] = self.spot_gpus.get(node, 0) + len(gids)
+        self.started(ctx, job)
+
+    def evict(self, ctx, victim: Job) -> None:
+        ctx.preempt(victim)
+        self.evictions += 1
+        self.released(ctx, victim)
+        self._enqueue(victim)
+
+    def report(self, jobs: pd.DataFrame) -> dict[str, Any]:
+        """``{<name>: {"evictions": ...}}``: spot jobs evicted for HP jobs."""
+        return {self.name: {"evictions": self.evictions}}

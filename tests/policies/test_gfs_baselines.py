@@ -1,0 +1,144 @@
+"""The GFS paper's baselines (§4.1): yarn-cs-preempt, chronus, lyra and fgd."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from schedlab.cluster.spec import ClusterSpec, NodeSpec, gpu_type
+from schedlab.experiments.run import RunSpec, WorkloadSpec, simulate_run
+from schedlab.policies.base import Policy
+from schedlab.policies.chronus import Candidate, select
+from schedlab.policies.registry import make_policy
+from schedlab.sim.engine import SimConfig, Simulation
+from simkit import Checked, cluster, job, workload
+
+NO_CKPT = SimConfig(checkpoint_s=0.0, restore_s=0.0, checkpoint_interval_s=math.inf)
+
+
+class Recorder(Checked):
+    """Checks the state after every round and remembers the nodes each job first ran on."""
+
+    def __init__(self, inner: Policy) -> None:
+        super().__init__(inner)
+        self.nodes: dict[str, tuple[int, ...]] = {}
+
+    def schedule(self, ctx) -> None:
+        super().schedule(ctx)
+        for running in ctx.running.values():
+            self.nodes.setdefault(running.id, running.nodes)
+
+
+def run(name: str, rows: list[dict], sizes: list[int]) -> tuple[dict, Recorder]:
+    policy = Recorder(make_policy(name, rng=np.random.default_rng(0)))
+    result = Simulation(workload(rows), cluster(sizes), policy, config=NO_CKPT).run()
+    assert result.jobs["finished"].all()
+    return result.jobs.set_index("job_id").to_dict("index"), policy
+
+
+# ----- yarn-cs-preempt ----------------------------------------------------------------------------
+def test_yarn_cs_preempt_evicts_the_newest_spot_job_and_spot_never_evicts_hp() -> None:
+    rows = [
+        job("old", 0.0, 2, 1e4, priority_class="spot"),
+        job("new", 100.0, 2, 1e4, priority_class="spot"),
+        job("x", 1000.0, 2, 500.0, priority_class="hp"),  # the node is full: evicts "new"
+        job("h", 2000.0, 4, 1e4, priority_class="hp"),  # evicts both spot jobs
+        job("late", 3000.0, 2, 100.0, priority_class="spot"),  # waits for h: never evicts it
+    ]
+    jobs, _ = run("yarn-cs-preempt", rows, [4])
+    assert jobs["x"]["first_start_s"] == 1000.0
+    assert {k: v["preemptions"] for k, v in jobs.items()} == {"old": 1, "new": 2, "x": 0, "h": 0, "late": 0}
+    assert jobs["late"]["first_start_s"] >= jobs["h"]["end_s"]
+
+
+# ----- chronus -----------------------------------------------------------------------------------
+def test_chronus_keeps_the_lease_then_pauses_the_job_it_does_not_renew() -> None:
+    rows = [
+        job("s", 0.0, 4, 1e4, priority_class="spot"),  # lease 0-300 s
+        job("h", 10.0, 4, 1000.0, priority_class="hp"),  # must wait for the lease end
+    ]
+    jobs, policy = run("chronus", rows, [4])
+    assert policy.inner.report(None)["chronus"]["solves"] == 1
+    assert jobs["h"]["first_start_s"] == 300.0  # no preemption inside the lease
+    assert jobs["s"]["preemptions"] == 1 and jobs["s"]["lost_work_s"] == 0.0  # paused, not evicted
+    # h's 20 min lease ends on the 5-min grid at 1800 s; it finishes at 1300 s, then s resumes
+    assert jobs["s"]["end_s"] == pytest.approx(1300.0 + 1e4 - 300.0)
+    eager, _ = run("yarn-cs-preempt", rows, [4])
+    assert eager["h"]["first_start_s"] == 10.0
+
+
+def test_chronus_renews_a_lease_when_nobody_competes() -> None:
+    jobs, policy = run("chronus", [job("s", 0.0, 4, 2000.0, priority_class="spot")], [4])
+    assert jobs["s"]["preemptions"] == 0 and jobs["s"]["end_s"] == 2000.0
+    report = policy.inner.report(None)["chronus"]
+    assert report["boundaries"] >= 6 and report["solves"] == 0  # a lease end every 5 min, no contention
+
+
+def test_chronus_milp_respects_capacity_and_beats_greedy() -> None:
+    spot = [Candidate(5, False, False, (0,)), Candidate(4, False, False, (0,)), Candidate(4, False, False, (0,))]
+    assert select(spot, {0: 8.0}) == [None, 0, 0]  # FCFS greedy would take 5 and leave 3 idle
+    mixed = [Candidate(8, False, True, (0,)), Candidate(1, True, False, (0, 1)), Candidate(2, True, False, (1,))]
+    granted = select(mixed, {0: 8.0, 1: 2.0})
+    assert granted == [None, 0, 1]  # one HP GPU outweighs eight spot GPUs
+    for cap_group, cap in ((0, 8.0), (1, 2.0)):
+        assert sum(c.gpus for c, g in zip(mixed, granted) if g == cap_group) <= cap
+
+
+# ----- lyra --------------------------------------------------------------------------------------
+def test_lyra_runs_spot_only_on_idle_hp_nodes() -> None:
+    rows = [
+        job("h1", 0.0, 3, 1000.0, priority_class="hp"),
+        job("h2", 0.0, 3, 2000.0, priority_class="hp"),  # n1 (3 GPUs do not fit next to h1)
+        job("s", 10.0, 1, 100.0, priority_class="spot"),  # 1 GPU free on each node, none idle
+    ]
+    jobs, policy = run("lyra", rows, [4, 4])
+    assert jobs["s"]["first_start_s"] == 1000.0  # waits for a whole idle node
+    assert policy.nodes["s"] == policy.nodes["h1"]
+    eager, _ = run("yarn-cs-preempt", rows, [4, 4])
+    assert eager["s"]["first_start_s"] == 10.0
+
+
+def test_lyra_reclaims_the_node_whose_spot_jobs_lose_least_work() -> None:
+    rows = [
+        job("h", 0.0, 4, 1e4, priority_class="hp"),  # n0
+        job("p", 0.0, 2, 1e4, priority_class="spot"),  # n1 loaned: p + q lose 4000 GPU-s at 1000 s
+        job("q", 0.0, 2, 1e4, priority_class="spot"),
+        job("r", 0.0, 4, 1e4, priority_class="spot", checkpoint_interval_s=900.0),  # n2: loses 400
+        job("x", 1000.0, 4, 100.0, priority_class="hp"),
+    ]
+    jobs, policy = run("lyra", rows, [4, 4, 4])
+    assert {k: v["preemptions"] for k, v in jobs.items()} == {"h": 0, "p": 0, "q": 0, "r": 1, "x": 0}
+    assert policy.nodes["x"] == policy.nodes["r"] == (2,)
+    assert policy.inner.report(None)["lyra"] == {"evictions": 1, "reclaims": 1}
+    newest, _ = run("yarn-cs-preempt", rows, [4, 4, 4])  # best fit (n1 first), newest first
+    assert (newest["p"]["preemptions"], newest["q"]["preemptions"], newest["r"]["preemptions"]) == (1, 1, 0)
+
+
+# ----- fgd ---------------------------------------------------------------------------------------
+def test_fgd_leaves_less_fragmentation_than_best_fit() -> None:
+    rows = [job(f"a{i}", 0.0, 4, 10.0) for i in range(3)] + [job("x", 1000.0, 2, 10.0)]
+    _, policy = run("fgd", rows, [5, 6, 8])
+    assert policy.nodes["x"] == (1,)  # 6 -> 4 free: a 4-GPU job still fits; 5 -> 3 would strand 3
+    _, best = run("yarn-cs-preempt", rows, [5, 6, 8])
+    assert best.nodes["x"] == (0,)
+
+
+def test_fgd_hp_evicts_spot_like_yarn_cs_preempt() -> None:
+    rows = [job("s", 0.0, 4, 1e4, priority_class="spot"), job("h", 100.0, 4, 100.0, priority_class="hp")]
+    jobs, _ = run("fgd", rows, [4])
+    assert (jobs["s"]["preemptions"], jobs["h"]["first_start_s"]) == (1, 100.0)
+
+
+# ----- end to end --------------------------------------------------------------------------------
+@pytest.mark.parametrize("name", ["yarn-cs-preempt", "chronus", "lyra", "fgd"])
+def test_baseline_end_to_end_on_a_small_gfs_cluster(name: str) -> None:
+    sizes = {"A100-SXM4-80GB": 8, "A10": 1, "H800": 8, "GPU-series-1": 8, "GPU-series-2": 8, "A800-SXM4-80GB": 8}
+    nodes = tuple(NodeSpec(f"{m}-{i}", m, g) for m, g in sizes.items() for i in range(32))
+    spec = ClusterSpec("small-gfs", {m: gpu_type(m) for m in sizes}, nodes)
+    run_spec = RunSpec(WorkloadSpec(synthetic="gfs", jobs=600, seed=1, options={"spot_scale": 4}), None, name)
+    summary = simulate_run(run_spec, None, cluster=spec)
+    assert summary["unfinished"] == 0
+    assert {"hp", "spot"} <= set(summary["classes"])
+    assert name in summary

@@ -48,11 +48,20 @@ class Policy:
         """Decide: start, preempt, migrate... through ``ctx``."""
 
 
-def _shape(job: Job) -> tuple[float, float, str]:
+def job_shape(job: Job) -> tuple[float, float, str]:
     """What placement depends on: GPUs, GPUs per worker (0 = any split; NaN would never
     compare equal) and GPU type."""
     gpw = job.gpus_per_worker
     return (job.num_gpus, gpw if gpw == gpw else 0.0, job.gpu_type)
+
+
+def add_to_shape_queue(shapes: dict[tuple, SortedList], job: Job, order: float) -> None:
+    """Queue ``job`` under its shape, ordered by ``order`` then arrival index."""
+    key = job_shape(job)
+    queue = shapes.get(key)
+    if queue is None:
+        queue = shapes[key] = SortedList()
+    queue.add((order, job.idx))
 
 
 OrderKey = Callable[[object, Job], float]
@@ -82,12 +91,7 @@ class QueueScheduler(Policy):
         self.exchangeable = not isinstance(placer, RandomFit)
 
     def on_arrival(self, ctx, job: Job) -> None:
-        shapes = self.pools.setdefault(ctx.pool_of(job), {})
-        key = _shape(job)
-        queue = shapes.get(key)
-        if queue is None:
-            queue = shapes[key] = SortedList()
-        queue.add((self.order(ctx, job), job.idx))
+        add_to_shape_queue(self.pools.setdefault(ctx.pool_of(job), {}), job, self.order(ctx, job))
         self.waiting[job.idx] = job
 
     def schedule(self, ctx) -> None:
@@ -232,7 +236,7 @@ class PreemptiveScheduler(Policy):
     def _try(self, ctx, job: Job, failed: set[tuple]) -> bool:
         """Place and start ``job`` if it fits; remember a shape that does not (the same
         shape will not fit either, for a deterministic placer)."""
-        shape = (job.tenant if ctx.cluster.partitioned else "", *_shape(job))
+        shape = (job.tenant if ctx.cluster.partitioned else "", *job_shape(job))
         if shape in failed:
             return False
         alloc = self.placer.place(ctx, job)

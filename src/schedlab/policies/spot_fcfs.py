@@ -27,7 +27,7 @@ from typing import Any
 import pandas as pd
 from sortedcontainers import SortedList
 
-from schedlab.policies.base import Policy, _shape
+from schedlab.policies.base import Policy, add_to_shape_queue
 from schedlab.policies.placers import Alloc, Placer
 from schedlab.sim.job import Job
 
@@ -107,12 +107,7 @@ class SpotFCFS(Policy):
 
     # ----- mechanics ---------------------------------------------------------------------------
     def _enqueue(self, job: Job) -> None:
-        shapes = self.queues[job.cls == SPOT]
-        key = _shape(job)
-        queue = shapes.get(key)
-        if queue is None:
-            queue = shapes[key] = SortedList()
-        queue.add((job.submit, job.idx))
+        add_to_shape_queue(self.queues[job.cls == SPOT], job, job.submit)
         self.waiting[job.idx] = job
 
     def _drain(self, ctx, *, spot: bool) -> None:

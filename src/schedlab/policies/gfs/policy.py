@@ -29,7 +29,7 @@ import numpy as np
 import pandas as pd
 from sortedcontainers import SortedList
 
-from schedlab.policies.base import Policy
+from schedlab.policies.base import Policy, add_to_shape_queue
 from schedlab.policies.gfs import pts
 from schedlab.policies.gfs.nodes import NodeBook
 from schedlab.policies.gfs.sqa import DemandForecaster, GuaranteeLedger, Key, SpotQuota, SqaConfig, inventory
@@ -50,11 +50,6 @@ class PtsConfig:
     beta: float = 5.0
     eviction_aware: bool = True
     preemption_aware: bool = True
-
-
-def _shape(job: Job) -> tuple[float, float, str]:
-    gpw = job.gpus_per_worker
-    return (job.num_gpus, gpw if gpw == gpw else 0.0, job.gpu_type)
 
 
 class GFS(Policy):
@@ -155,11 +150,7 @@ class GFS(Policy):
 
     # ----- PTS -----------------------------------------------------------------------------
     def _enqueue(self, job: Job) -> None:
-        shapes = self.queues[job.cls == SPOT]
-        queue = shapes.get(_shape(job))
-        if queue is None:
-            queue = shapes[_shape(job)] = SortedList()
-        queue.add((job.submit, job.idx))
+        add_to_shape_queue(self.queues[job.cls == SPOT], job, job.submit)
         self.waiting[job.idx] = job
 
     def _drain(self, ctx, *, spot: bool) -> None:

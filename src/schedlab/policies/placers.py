@@ -14,6 +14,7 @@ from collections.abc import Iterable
 import numpy as np
 
 from schedlab.cluster.state import ClusterState, Group
+from schedlab.errors import ConfigError
 from schedlab.sim.job import Job
 
 Alloc = list[tuple[int, int]]
@@ -187,8 +188,6 @@ PLACERS = {
 
 
 def make_placer(name: str, rng: np.random.Generator) -> Placer:
-    from schedlab.errors import ConfigError
-
     if name not in PLACERS:
         raise ConfigError(f"unknown placer '{name}'; choose one of {', '.join(PLACERS)}")
     cls = PLACERS[name][0]

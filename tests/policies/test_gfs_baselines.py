@@ -53,6 +53,17 @@ def test_yarn_cs_preempt_evicts_the_newest_spot_job_and_spot_never_evicts_hp() -
     assert jobs["late"]["first_start_s"] >= jobs["h"]["end_s"]
 
 
+def test_yarn_cs_preempt_gang_hp_evicts_a_spot_gang_spanning_nodes() -> None:
+    rows = [
+        job("g", 0.0, 8, 1e4, priority_class="spot", gpus_per_worker=4),  # nodes 0 and 1
+        job("s", 1.0, 4, 1e4, priority_class="spot"),  # node 2
+        job("h", 100.0, 12, 500.0, priority_class="hp", gpus_per_worker=4),  # needs all three
+    ]
+    jobs, _ = run("yarn-cs-preempt", rows, [4, 4, 4])
+    assert jobs["h"]["first_start_s"] == 100.0
+    assert jobs["g"]["preemptions"] == 1 and jobs["s"]["preemptions"] == 1
+
+
 # ----- chronus -----------------------------------------------------------------------------------
 def test_chronus_keeps_the_lease_then_pauses_the_job_it_does_not_renew() -> None:
     rows = [

@@ -88,7 +88,7 @@ class SpotFCFS(Policy):
         for node in sorted(nodes, key=lambda n: (-self.spot_gpus[n], n)):
             if state.free_in(groups) >= need:
                 break
-            for victim in list(self.spot_on[node].values()):
+            for victim in list(self.spot_on.get(node, {}).values()):  # a gang victim leaves other nodes too
                 self.evict(ctx, victim)
         return self.place(ctx, job)
 

@@ -121,6 +121,8 @@ class QueueScheduler(Policy):
             del self.waiting[entry[1]]
             if queue:
                 heapq.heappush(heads, (queue[0], key))
+            else:
+                del shapes[key]  # only shapes with jobs are walked
             if state.free_in(pool_groups) == 0 and not (self.backfill and self._fractions_waiting(shapes)):
                 return
 

@@ -55,17 +55,20 @@ class Placer:
                 best = node
         return best
 
-    def spread_order(self, state: ClusterState, groups: tuple[Group, ...]) -> Iterable[int]:
-        """Nodes to fill, in order, for a job that spans nodes (default: most free first)."""
+    def spread_order(self, state: ClusterState, groups: tuple[Group, ...], worker: int) -> Iterable[int]:
+        """Nodes with room for a ``worker``, in the order a job that spans nodes fills them
+        (default: most free first)."""
         max_gpus = max(g.max_gpus for g in groups)
-        for k in range(max_gpus, 0, -1):
+        for k in range(max_gpus, worker - 1, -1):
             for g in groups:
                 if k <= g.max_gpus:
                     yield from g.buckets[k]
 
     def spread(self, state: ClusterState, groups: tuple[Group, ...], need: int, worker: int) -> Alloc | None:
+        if worker_room(groups, worker) * worker < need:
+            return None
         alloc: Alloc = []
-        for node in self.spread_order(state, groups):
+        for node in self.spread_order(state, groups, worker):
             take = min(state.free[node], need) // worker * worker
             if take:
                 alloc.append((node, take))
@@ -150,8 +153,8 @@ class FirstFit(Placer):
                     best = bucket[0]
         return best
 
-    def spread_order(self, state: ClusterState, groups: tuple[Group, ...]) -> Iterable[int]:
-        return sorted(n for g in groups for k in range(1, g.max_gpus + 1) for n in g.buckets[k])
+    def spread_order(self, state: ClusterState, groups: tuple[Group, ...], worker: int) -> Iterable[int]:
+        return sorted(n for g in groups for k in range(worker, g.max_gpus + 1) for n in g.buckets[k])
 
 
 class RandomFit(Placer):
@@ -169,9 +172,15 @@ class RandomFit(Placer):
             return None
         return candidates[int(self.rng.integers(len(candidates)))]
 
-    def spread_order(self, state: ClusterState, groups: tuple[Group, ...]) -> Iterable[int]:
-        nodes = [n for g in groups for k in range(1, g.max_gpus + 1) for n in g.buckets[k]]
+    def spread_order(self, state: ClusterState, groups: tuple[Group, ...], worker: int) -> Iterable[int]:
+        nodes = [n for g in groups for k in range(worker, g.max_gpus + 1) for n in g.buckets[k]]
         return [nodes[i] for i in self.rng.permutation(len(nodes))]
+
+
+def worker_room(groups: tuple[Group, ...], worker: int) -> int:
+    """How many workers of ``worker`` GPUs the free GPUs of ``groups`` could hold (reads the
+    bucket sizes only)."""
+    return sum(len(g.buckets[k]) * (k // worker) for g in groups for k in range(worker, g.max_gpus + 1))
 
 
 def _worker_size(job: Job) -> int:

@@ -129,6 +129,8 @@ class SpotFCFS(Policy):
             queue.remove(entry)
             if queue:
                 heapq.heappush(heads, (queue[0], key))
+            else:
+                del shapes[key]  # only shapes with jobs are walked
 
     def start(self, ctx, job: Job, alloc: Alloc) -> None:
         ctx.start(job, alloc)

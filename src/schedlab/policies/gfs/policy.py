@@ -170,6 +170,8 @@ class GFS(Policy):
             del self.waiting[job.idx]
             if queue:
                 heapq.heappush(heads, (queue[0], key))
+            else:
+                del shapes[key]  # only shapes with jobs are walked
 
     def _decide(self, ctx, job: Job, key: tuple, spot: bool) -> bool:
         aware = self.pts.eviction_aware

@@ -44,7 +44,7 @@ from collections.abc import Iterable
 
 from schedlab.cluster.state import ClusterState, Group
 from schedlab.policies.gfs.nodes import NodeBook
-from schedlab.policies.placers import BestFit
+from schedlab.policies.placers import BestFit, worker_room
 from schedlab.sim.job import Job
 
 Alloc = list[tuple[int, int]]
@@ -131,8 +131,10 @@ def _first_plain(book: NodeBook, bucket: Iterable[int], special) -> int | None:
 def spread(book: NodeBook, groups: tuple[Group, ...], need: int, worker: int, *, spot: bool) -> Alloc | None:
     """Whole workers from the nodes with the most free GPUs (blocked nodes skipped for spot)."""
     state = book.state
+    if worker_room(groups, worker) * worker < need:
+        return None
     alloc: Alloc = []
-    for k in range(max(g.max_gpus for g in groups), 0, -1):
+    for k in range(max(g.max_gpus for g in groups), worker - 1, -1):
         for g in groups:
             if k > g.max_gpus:
                 continue

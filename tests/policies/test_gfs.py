@@ -12,7 +12,7 @@ from schedlab.experiments.run import RunSpec, WorkloadSpec, simulate_run
 from schedlab.policies.gfs import build_gfs
 from schedlab.policies.gfs.nodes import NodeBook
 from schedlab.policies.gfs.pts import best_node
-from schedlab.policies.gfs.sqa import SpotQuota, SqaConfig, WeeklyPeak, inventory
+from schedlab.policies.gfs.sqa import SpotQuota, SqaConfig, WeeklyPeak, inventory, sum_by_model
 from schedlab.sim.engine import SimConfig, Simulation
 from simkit import cluster, job, make_job, workload
 
@@ -20,7 +20,7 @@ NO_CKPT = SimConfig(checkpoint_s=0.0, restore_s=0.0, checkpoint_interval_s=math.
 
 
 def test_eta_falls_after_evictions_and_rises_when_spot_queues_long() -> None:
-    quota = SpotQuota(SqaConfig())
+    quota = SpotQuota(SqaConfig(eta_hold_h=0.0))
     assert quota.feedback(0.0, 0.0) == 1.0  # calm: unchanged
     assert quota.feedback(0.5, 0.0) == pytest.approx(0.2)  # e = 5 x target: eta x (1 - p) / e
     low = quota.eta
@@ -30,9 +30,16 @@ def test_eta_falls_after_evictions_and_rises_when_spot_queues_long() -> None:
     assert fixed.feedback(0.9, 0.0) == 1.0 and fixed.feedback(0.0, 1e6) == 1.0
 
 
+def test_eta_acts_once_per_window_of_evidence() -> None:
+    quota = SpotQuota(SqaConfig())  # hold = H = 1 h
+    assert quota.feedback(0.25, 0.0, now=0.0) == pytest.approx(0.4)  # eta x (1 - p) / e
+    assert quota.feedback(0.25, 0.0, now=300.0) == pytest.approx(0.4)  # same burst: held
+    assert quota.feedback(0.25, 0.0, now=3600.0) == pytest.approx(0.16)  # still evicting an hour later
+
+
 def test_quota_is_min_of_inventory_times_eta_and_held_plus_free() -> None:
     bounds = {("A", "o1"): 50.0, ("A", "o2"): 30.0, ("B", "o1"): 10.0}
-    f = inventory({"A": 100.0, "B": 40.0}, bounds)
+    f = inventory({"A": 100.0, "B": 40.0}, sum_by_model(bounds))
     assert f == {"A": 20.0, "B": 30.0}
     quota = SpotQuota(SqaConfig(eta0=0.5))
     q = quota.allocate(f, {"A": 4.0, "B": 0.0}, {"A": 30.0, "B": 5.0})

@@ -63,6 +63,28 @@ def test_falls_back_to_the_weekly_peak_before_enough_history() -> None:
     assert all(v >= 0 for v in bounds.values())
 
 
+def test_model_bounds_pool_the_organisations_or_sum_their_quantiles() -> None:
+    from dataclasses import replace
+    from statistics import NormalDist
+
+    import numpy as np
+
+    pooled = OrgLinearForecaster(TINY, seed=0)
+    summed = OrgLinearForecaster(replace(TINY, pooling="org"), seed=0)
+    for fc in (pooled, summed):
+        _drive(fc, 0, 12)
+    per_key = summed.upper_bound(0.9, 1.0)
+    assert summed.model_bounds(0.9, 1.0) == pytest.approx({"A": per_key[KEYS[0]] + per_key[KEYS[1]], "B": per_key[KEYS[2]]})
+    f = pooled._forecast
+    first, last = pooled._window(1.0)
+    rows = [i for i, col in enumerate(f.orgs) if KEYS[int(col)][0] == "A"]
+    z = NormalDist().inv_cdf(0.9)
+    expect = (f.mean[rows].sum(axis=0) + z * np.sqrt(f.var[rows].sum(axis=0)))[first : last + 1].max()
+    bounds = pooled.model_bounds(0.9, 1.0)
+    assert bounds["A"] == pytest.approx(max(expect, 0.0))
+    assert bounds["A"] < per_key[KEYS[0]] + per_key[KEYS[1]]  # pooling is tighter than summing quantiles
+
+
 def test_variants_pick_their_forecaster() -> None:
     assert build_gfs("gfs", seed=1).forecaster.name == "orglinear"
     assert build_gfs("gfs-e").forecaster.name == "weekly-peak"

@@ -12,7 +12,8 @@ Variants (the paper's ablations, Tables 8-10, could not be read; each is defined
 * ``gfs-sp``: both of the last two off.
 
 Every variant but ``gfs-e`` uses OrgLinear (an ablation removes one component of ``gfs``).
-The option ``forecaster`` ("orglinear" or "weekly-peak") overrides a variant's forecaster.
+The option ``forecaster`` ("orglinear" or "weekly-peak") overrides a variant's forecaster;
+``pooling`` ("model" or "org") sets how OrgLinear's per-organisation forecasts are combined.
 """
 
 from __future__ import annotations
@@ -37,9 +38,9 @@ VARIANTS: dict[str, dict[str, Any]] = {
 
 def build_gfs(variant: str, params: dict[str, Any] | None = None, *, seed: int = 0) -> GFS:
     """A GFS variant; ``params`` override any :class:`SqaConfig` / :class:`PtsConfig` field
-    and ``forecaster``; ``seed`` seeds OrgLinear's training."""
+    plus ``forecaster`` and ``pooling``; ``seed`` seeds OrgLinear's training."""
     settings = {**VARIANTS[variant], **(params or {})}
-    forecaster = _forecaster(variant, settings.pop("forecaster", "orglinear"), seed)
+    forecaster = _forecaster(variant, settings.pop("forecaster", "orglinear"), settings.pop("pooling", "model"), seed)
     sqa_names = {f.name for f in fields(SqaConfig)}
     pts_names = {f.name for f in fields(PtsConfig)}
     unknown = sorted(set(settings) - sqa_names - pts_names)
@@ -53,9 +54,9 @@ def build_gfs(variant: str, params: dict[str, Any] | None = None, *, seed: int =
     return GFS(variant, forecaster, sqa=sqa, pts_config=pts)
 
 
-def _forecaster(variant: str, kind: str, seed: int) -> DemandForecaster:
+def _forecaster(variant: str, kind: str, pooling: str, seed: int) -> DemandForecaster:
     if kind == "orglinear":
-        return OrgLinearForecaster(OnlineSettings(), seed=seed)
+        return OrgLinearForecaster(OnlineSettings(pooling=pooling), seed=seed)
     if kind == "weekly-peak":
         return WeeklyPeak()
     raise ConfigError(f"{variant}: forecaster must be orglinear or weekly-peak (got {kind!r})")

@@ -42,6 +42,7 @@ class NodeBook:
         self.evictions: dict[int, deque[float]] = {}
         self.index: list[dict[int, SortedList]] = [{} for _ in state.groups]
         self._key: list[tuple[int, tuple[int, float, int]] | None] = [None] * n
+        self._group_gpus: dict[tuple[int, int], int] = {}
 
     # ----- queries -----------------------------------------------------------------------------
     def special(self, node: int) -> bool:
@@ -50,6 +51,17 @@ class NodeBook:
     def blocked(self, node: int) -> bool:
         """Circuit breaker open: no spot job may be placed on ``node``."""
         return self.risk[node] >= 1.0
+
+    def gpus_in(self, groups) -> int:
+        """GPUs of the powered-on nodes of ``groups`` (cached until a group's node set changes)."""
+        total = 0
+        for g in groups:
+            key = (id(g), len(g.nodes))
+            gpus = self._group_gpus.get(key)
+            if gpus is None:
+                gpus = self._group_gpus[key] = sum(self.state.node_gpus[n] for n in g.nodes)
+            total += gpus
+        return total
 
     def same_class_gpus(self, node: int, spot: bool) -> int:
         """Score2's count: whole GPUs of ``node`` held by jobs of the job's class (GPUs not

@@ -134,10 +134,10 @@ class GFS(Policy):
         self.spot_starts = [s for s in self.spot_starts if s[0] >= start]
         waits = [w for _, w in self.spot_starts]
         waits += [now - j.queued_since for j in self.waiting.values() if j.cls == SPOT]
-        eta = self.quota.feedback(self.ledger.rate(now), max(waits, default=0.0))
+        eta = self.quota.feedback(self.ledger.rate(now), max(waits, default=0.0), now)
         self.eta_trace.append((now, eta))
         capacity = dict(zip(state.type_names, map(float, state.type_gpus_on)))
-        bounds = self.forecaster.upper_bound(self.sqa.guarantee_rate, self.sqa.guarantee_h)
+        bounds = self.forecaster.model_bounds(self.sqa.guarantee_rate, self.sqa.guarantee_h)
         free = {g.gpu_type: 0.0 for g in state.groups}
         for g in state.groups:
             free[g.gpu_type] += g.free_total

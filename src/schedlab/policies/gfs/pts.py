@@ -211,7 +211,7 @@ def plan_preemption(
     job would not."""
     state = book.state
     need = 1 if job.fractional else int(job.num_gpus)
-    gpus = float(sum(state.node_gpus[n] for g in groups for n in g.nodes))
+    gpus = float(book.gpus_in(groups))
     spot_nodes = [(k, -neg, node) for g in groups for k, lst in book.index[state.node_group[g.nodes[0]]].items()
                   for neg, _risk, node in lst if neg < 0]  # fmt: skip
 

@@ -18,6 +18,12 @@ brief's description and the authors' public simulator, and these details are ass
   rate is ``1 - p``); when ``e <= lo * (1 - p)`` and ``l > l_max``, ``eta <- eta * raise_``;
   ``eta`` stays within ``eta_bounds``. ``e`` = evictions inside the guarantee / (those +
   guarantees met) over the last ``H`` hours, 0 when there were none;
+* after a change ``eta`` holds for ``eta_hold_h`` (default ``H``) before it may change
+  again: ``e`` and ``l`` are measured over the last ``H`` hours, and re-applying the rule at
+  every 300 s update while the same evictions stay in that window drives ``eta`` to its
+  bounds within the hour (observed in dense runs; the public simulator re-applies it);
+* the demand bound of a model comes from the forecaster's ``model_bounds``; OrgLinear pools
+  the organisations' Gaussians by default (see :mod:`.forecast`);
 * defaults (the paper's Table 4 could not be read): ``H`` = 1 h, ``p`` = 0.9, ``hi`` = 1.5,
   ``lo`` = 0.5, ``l_max`` = 1 h (the public simulator's values), ``raise_`` = 1.5 and
   ``eta_bounds`` = (0.05, 4) (this module's choice).
@@ -25,6 +31,7 @@ brief's description and the authors' public simulator, and these details are ass
 
 from __future__ import annotations
 
+import math
 from collections import deque
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -47,6 +54,9 @@ class DemandForecaster(Protocol):
     def upper_bound(self, p: float, horizon_h: float) -> Mapping[Key, float]:
         """Per (model, organisation): HP demand not exceeded with probability ``p`` over the
         next ``horizon_h`` hours (the inverse CDF of eq. 9)."""
+
+    def model_bounds(self, p: float, horizon_h: float) -> Mapping[str, float]:
+        """Per GPU model: the organisations' HP demand bound of eq. 9, summed."""
 
 
 class WeeklyPeak:
@@ -84,14 +94,22 @@ class WeeklyPeak:
             out[key] = max(level, past[0][1]) if past else level
         return out
 
+    def model_bounds(self, p: float, horizon_h: float) -> dict[str, float]:
+        """Per model, the sum of its organisations' weekly peaks."""
+        return sum_by_model(self.upper_bound(p, horizon_h))
 
-def inventory(capacity: Mapping[str, float], bounds: Mapping[Key, float]) -> dict[str, float]:
-    """Eq. 9: per GPU model, its GPUs minus the organisations' demand upper bounds (>= 0)."""
-    demand = dict.fromkeys(capacity, 0.0)
+
+def sum_by_model(bounds: Mapping[Key, float]) -> dict[str, float]:
+    """Per GPU model, the sum of the per-(model, organisation) ``bounds``."""
+    out: dict[str, float] = {}
     for (model, _org), bound in bounds.items():
-        if model in demand:
-            demand[model] += bound
-    return {model: max(0.0, cap - demand[model]) for model, cap in capacity.items()}
+        out[model] = out.get(model, 0.0) + bound
+    return out
+
+
+def inventory(capacity: Mapping[str, float], demand: Mapping[str, float]) -> dict[str, float]:
+    """Eq. 9: per GPU model, its GPUs minus the bound on its HP demand (>= 0)."""
+    return {model: max(0.0, cap - demand.get(model, 0.0)) for model, cap in capacity.items()}
 
 
 @dataclass(frozen=True)
@@ -107,6 +125,7 @@ class SqaConfig:
     eviction_low: float = 0.5
     eta_raise: float = 1.5
     queue_limit_s: float = 3600.0
+    eta_hold_h: float | None = None
     dynamic_eta: bool = True
 
     def __post_init__(self) -> None:
@@ -114,6 +133,8 @@ class SqaConfig:
             raise ConfigError("gfs: guarantee_rate must lie in (0, 1)")
         if self.guarantee_h <= 0 or self.update_s <= 0:
             raise ConfigError("gfs: guarantee_h and update_s must be positive")
+        if self.eta_hold_h is not None and self.eta_hold_h < 0:
+            raise ConfigError("gfs: eta_hold_h must be >= 0")
         lo, hi = self.eta_bounds
         if not 0 < lo <= self.eta0 <= hi:
             raise ConfigError("gfs: need 0 < eta_bounds[0] <= eta0 <= eta_bounds[1]")
@@ -144,19 +165,28 @@ class SpotQuota:
         self.config = config
         self.eta = config.eta0
         self.quota: dict[str, float] = {}
+        hold_h = config.guarantee_h if config.eta_hold_h is None else config.eta_hold_h
+        self.hold_s = hold_h * 3600.0
+        self.changed_at = -math.inf
 
-    def feedback(self, eviction_rate: float, max_queue_s: float) -> float:
+    def feedback(self, eviction_rate: float, max_queue_s: float, now: float = math.inf) -> float:
         """Eq. 11: lower ``eta`` after too many evictions, raise it when spot jobs queue long
-        while evictions are rare. Returns the new ``eta`` (unchanged without ``dynamic_eta``)."""
+        while evictions are rare. After a change ``eta`` holds for ``hold_s`` (by default
+        ``H``, the window ``e`` and ``l`` are measured over), so that one burst of evictions
+        is acted on once, not at every update while it stays in the window. Returns the new
+        ``eta`` (unchanged without ``dynamic_eta``)."""
         c = self.config
-        if not c.dynamic_eta:
+        if not c.dynamic_eta or now - self.changed_at < self.hold_s:
             return self.eta
         target = 1.0 - c.guarantee_rate
         lo, hi = c.eta_bounds
+        old = self.eta
         if eviction_rate >= c.eviction_high * target:
             self.eta = max(lo, self.eta * target / eviction_rate)
         elif eviction_rate <= c.eviction_low * target and max_queue_s > c.queue_limit_s:
             self.eta = min(hi, self.eta * c.eta_raise)
+        if self.eta != old:
+            self.changed_at = now
         return self.eta
 
     def allocate(

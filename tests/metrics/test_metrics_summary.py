@@ -242,3 +242,20 @@ def test_read_summary_reports_bad_json(tmp_path) -> None:
     path.write_text("{not json")
     with pytest.raises(InputError, match="summary.json"):
         read_summary(path)
+
+
+def test_window_classes_count_only_jobs_submitted_inside_the_window() -> None:
+    from schedlab.metrics.summary import window_classes
+
+    jobs = build_jobs(
+        priority_class=["spot", "spot", "spot"],
+        submit_s=[0.0, 50.0, 200.0],
+        first_start_s=[0.0, 60.0, 200.0],
+        end_s=[10.0, 80.0, 210.0],
+        queue_s=[0.0, 10.0, 0.0],
+        preemptions=[5, 1, 0],
+    )
+    spot = window_classes(jobs, 40.0, 100.0)["spot"]
+    assert spot["jobs"] == 1 and spot["queue_mean_s"] == pytest.approx(10.0)
+    assert spot["jct_mean_s"] == pytest.approx(30.0)
+    assert spot["eviction_rate"] == pytest.approx(1 / 2)  # the warm-up job's 5 evictions left out

@@ -203,6 +203,18 @@ def class_breakdown(frame: pd.DataFrame, evictable: frozenset[str]) -> dict[str,
     return result
 
 
+def window_classes(
+    jobs: pd.DataFrame, start_s: float, end_s: float, evictable_classes: Iterable[str] = ("spot",)
+) -> dict[str, dict[str, Any]]:
+    """:func:`class_breakdown` over the jobs submitted in ``[start_s, end_s]`` only: a
+    steady-state measurement that leaves out a warm-up (jobs submitted while the cluster was
+    still filling) and the drain after the last arrival."""
+    _require_columns(jobs, JOB_COLUMNS, "jobs table")
+    submit = jobs["submit_s"].to_numpy(dtype=float)
+    inside = jobs[(submit >= start_s) & (submit <= end_s)]
+    return to_jsonable(class_breakdown(_job_frame(inside), frozenset(evictable_classes)))
+
+
 def tenant_breakdown(frame: pd.DataFrame) -> dict[str, dict[str, Any]]:
     """Per tenant: jobs, mean JCT (finished jobs), mean queueing delay, GPU-seconds."""
     table = frame.groupby("tenant", sort=True).agg(

@@ -188,3 +188,14 @@ def test_venus_profile_matches_the_helios_summary_file() -> None:
     assert j["duration_s"].median() == pytest.approx(row["med_run_time_gpu"], rel=0.2)
     assert j["num_gpus"].mean() == pytest.approx(row["avg_gpu_num"], rel=0.1)
     assert (j["final_state"] == "completed").mean() == pytest.approx(row["complete_rate_gpu"], abs=0.02)
+
+
+def test_gfs_gangs_never_exceed_their_models_gpus() -> None:
+    from schedlab.cluster.presets import load_cluster
+    from schedlab.policies.registry import make_policy
+    from schedlab.sim.engine import Simulation
+
+    w = generate("gfs", 60000, seed=0, load=0.9, spot_scale=4)
+    totals = w.jobs.groupby("gpu_type")["num_gpus"].max()
+    assert totals["A800-SXM4-80GB"] <= 176  # the smallest model: 22 nodes of 8
+    Simulation(w, load_cluster("gfs"), make_policy("fifo", rng=np.random.default_rng(0)))  # fit check passes

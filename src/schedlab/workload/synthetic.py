@@ -134,6 +134,7 @@ class Profile:
     gpu_types: tuple[str, ...] = ()
     gpu_type_weights: tuple[float, ...] = ()
     gpu_type_max_per_worker: tuple[float, ...] = ()  # GPUs of the type's largest node
+    gpu_type_total: tuple[float, ...] = ()  # GPUs of the type in the cluster (caps gang sizes)
 
     def __post_init__(self) -> None:
         _check_probs(tuple(c.share for c in self.classes), f"profile {self.name!r} class shares")
@@ -142,6 +143,8 @@ class Profile:
             raise ConfigError(f"profile {self.name!r}: hourly needs 24 positive values")
         if not len(self.states) == len(self.state_weights) == len(self.state_tilts):
             raise ConfigError(f"profile {self.name!r}: states, state_weights and state_tilts differ in length")
+        if self.gpu_type_total and len(self.gpu_type_total) != len(self.gpu_types):
+            raise ConfigError(f"profile {self.name!r}: gpu_type_total needs one entry per GPU type")
         if not len(self.gpu_types) == len(self.gpu_type_weights) == len(self.gpu_type_max_per_worker):
             raise ConfigError(f"profile {self.name!r}: gpu_types, weights and max_per_worker differ in length")
         if self.cluster_gpus <= 0 or self.load <= 0:
@@ -296,7 +299,8 @@ class GfsProfile(Profile):
     - GPUs per worker <1 (0.5), 1, 2, 4, 8 with assumed shares (the paper reports LLM work asking
       for whole cards); gang sizes 2-32 workers, assumed.
     - gpu_type: the six models of ``node_info_df.csv`` in proportion to their GPUs (10,412 in
-      all = cluster_gpus); a worker never asks for more GPUs than the model's largest node.
+      all = cluster_gpus); a worker never asks for more GPUs than the model's largest node, a
+      gang never for more than the model has.
     - durations: one lognormal through the paper's runtime P90 6.4 h and P99 19.8 days
       (its median, about 2 min, follows; the paper's median was not available), capped at 90 days.
     - tenants: 119 organisations (dataset README) with Zipf(1) shares; each has its own diurnal
@@ -351,6 +355,7 @@ class GfsProfile(Profile):
     gpu_types: tuple[str, ...] = _GFS_TYPES
     gpu_type_weights: tuple[float, ...] = tuple(g / 10412 for g in _GFS_TYPE_GPUS)
     gpu_type_max_per_worker: tuple[float, ...] = (8.0, 1.0, 8.0, 8.0, 8.0, 8.0)
+    gpu_type_total: tuple[float, ...] = tuple(map(float, _GFS_TYPE_GPUS))
     spot_scale: float = 1.0
 
     def class_counts(self, n_jobs: int) -> tuple[int, ...]:
@@ -520,6 +525,9 @@ def _shapes(rng: np.random.Generator, p: Profile, jc: JobClass, n: int) -> tuple
             if rows.size:
                 per_worker[rows] = values[_categorical(rng, tuple(probs / probs.sum()), rows.size)]
     workers = np.where(gang, np.asarray(jc.worker_values)[_categorical(rng, jc.worker_probs, n)], 1)
+    if p.gpu_type_total:  # a gang never asks for more GPUs than its model has
+        room = np.floor(np.asarray(p.gpu_type_total, dtype=float)[gpu_type] / per_worker)
+        workers = np.minimum(workers, np.maximum(room, 1))
     return workers * per_worker, per_worker, gpu_type
 
 

@@ -64,6 +64,26 @@ def add_to_shape_queue(shapes: dict[tuple, SortedList], job: Job, order: float) 
     queue.add((order, job.idx))
 
 
+def drain_shapes(shapes: dict[tuple, SortedList], waiting: dict[int, Job], try_start: Callable[[Job, tuple], bool]) -> None:
+    """Offer the head job of every shape, in queue order, to ``try_start(job, shape)``. A job
+    that starts leaves its queue and ``waiting``, and the next job of its shape is offered; a
+    shape whose head does not start is passed over for the round (backfill across shapes).
+    Shapes left empty are dropped, so that only shapes with jobs are walked."""
+    heads = [(queue[0], key) for key, queue in shapes.items() if queue]
+    heapq.heapify(heads)
+    while heads:
+        entry, key = heapq.heappop(heads)
+        if not try_start(waiting[entry[1]], key):
+            continue
+        queue = shapes[key]
+        queue.remove(entry)
+        del waiting[entry[1]]
+        if queue:
+            heapq.heappush(heads, (queue[0], key))
+        else:
+            del shapes[key]
+
+
 OrderKey = Callable[[object, Job], float]
 
 

@@ -21,13 +21,12 @@ nowhere.
 
 from __future__ import annotations
 
-import heapq
 from typing import Any
 
 import pandas as pd
 from sortedcontainers import SortedList
 
-from schedlab.policies.base import Policy, add_to_shape_queue
+from schedlab.policies.base import Policy, add_to_shape_queue, drain_shapes
 from schedlab.policies.placers import Alloc, Placer
 from schedlab.sim.job import Job
 
@@ -111,30 +110,21 @@ class SpotFCFS(Policy):
         self.waiting[job.idx] = job
 
     def _drain(self, ctx, *, spot: bool) -> None:
-        shapes = self.queues[spot]
-        heads = [(queue[0], key) for key, queue in shapes.items() if queue]
-        heapq.heapify(heads)
-        while heads:
-            entry, key = heapq.heappop(heads)
-            job = self.waiting[entry[1]]
-            alloc = self.place(ctx, job)
-            if alloc is None and not spot and key not in self.blocked:
-                alloc = self.make_room(ctx, job)
-                if alloc is None:
-                    self.blocked.add(key)
+        drain_shapes(self.queues[spot], self.waiting, lambda job, key: self._try_start(ctx, job, key, spot))
+
+    def _try_start(self, ctx, job: Job, key: tuple, spot: bool) -> bool:
+        alloc = self.place(ctx, job)
+        if alloc is None and not spot and key not in self.blocked:
+            alloc = self.make_room(ctx, job)
             if alloc is None:
-                continue  # no job of this shape starts in this round
-            self.start(ctx, job, alloc)
-            queue = shapes[key]
-            queue.remove(entry)
-            if queue:
-                heapq.heappush(heads, (queue[0], key))
-            else:
-                del shapes[key]  # only shapes with jobs are walked
+                self.blocked.add(key)
+        if alloc is None:
+            return False
+        self.start(ctx, job, alloc)
+        return True
 
     def start(self, ctx, job: Job, alloc: Alloc) -> None:
         ctx.start(job, alloc)
-        del self.waiting[job.idx]
         job.data = job.alloc
         if job.cls == SPOT and not job.fractional:
             for node, gids in job.alloc:

@@ -19,7 +19,6 @@ tenant), recomputes ``eta`` and the quotas and ages the node eviction counts.
 
 from __future__ import annotations
 
-import heapq
 import time
 from array import array
 from dataclasses import dataclass
@@ -29,7 +28,7 @@ import numpy as np
 import pandas as pd
 from sortedcontainers import SortedList
 
-from schedlab.policies.base import Policy, add_to_shape_queue
+from schedlab.policies.base import Policy, add_to_shape_queue, drain_shapes
 from schedlab.policies.gfs import pts
 from schedlab.policies.gfs.nodes import NodeBook
 from schedlab.policies.gfs.sqa import DemandForecaster, GuaranteeLedger, Key, SpotQuota, SqaConfig, inventory
@@ -154,24 +153,13 @@ class GFS(Policy):
         self.waiting[job.idx] = job
 
     def _drain(self, ctx, *, spot: bool) -> None:
-        shapes = self.queues[spot]
-        heads = [(queue[0], key) for key, queue in shapes.items() if queue]
-        heapq.heapify(heads)
-        while heads:
-            entry, key = heapq.heappop(heads)
-            job = self.waiting[entry[1]]
-            t0 = time.perf_counter()
-            started = self._decide(ctx, job, key, spot)
-            self.decision_s.append(time.perf_counter() - t0)
-            if not started:
-                continue  # no job of this shape starts in this round
-            queue = shapes[key]
-            queue.pop(0)
-            del self.waiting[job.idx]
-            if queue:
-                heapq.heappush(heads, (queue[0], key))
-            else:
-                del shapes[key]  # only shapes with jobs are walked
+        drain_shapes(self.queues[spot], self.waiting, lambda job, key: self._timed_decide(ctx, job, key, spot))
+
+    def _timed_decide(self, ctx, job: Job, key: tuple, spot: bool) -> bool:
+        t0 = time.perf_counter()
+        started = self._decide(ctx, job, key, spot)
+        self.decision_s.append(time.perf_counter() - t0)
+        return started
 
     def _decide(self, ctx, job: Job, key: tuple, spot: bool) -> bool:
         aware = self.pts.eviction_aware

@@ -169,14 +169,14 @@ class SpotQuota:
         self.hold_s = hold_h * 3600.0
         self.changed_at = -math.inf
 
-    def feedback(self, eviction_rate: float, max_queue_s: float, now: float = math.inf) -> float:
+    def feedback(self, eviction_rate: float, max_queue_s: float, now: float | None = None) -> float:
         """Eq. 11: lower ``eta`` after too many evictions, raise it when spot jobs queue long
         while evictions are rare. After a change ``eta`` holds for ``hold_s`` (by default
         ``H``, the window ``e`` and ``l`` are measured over), so that one burst of evictions
-        is acted on once, not at every update while it stays in the window. Returns the new
-        ``eta`` (unchanged without ``dynamic_eta``)."""
+        is acted on once, not at every update while it stays in the window (without ``now``
+        there is no hold). Returns the new ``eta`` (unchanged without ``dynamic_eta``)."""
         c = self.config
-        if not c.dynamic_eta or now - self.changed_at < self.hold_s:
+        if not c.dynamic_eta or (now is not None and now - self.changed_at < self.hold_s):
             return self.eta
         target = 1.0 - c.guarantee_rate
         lo, hi = c.eta_bounds
@@ -185,7 +185,7 @@ class SpotQuota:
             self.eta = max(lo, self.eta * target / eviction_rate)
         elif eviction_rate <= c.eviction_low * target and max_queue_s > c.queue_limit_s:
             self.eta = min(hi, self.eta * c.eta_raise)
-        if self.eta != old:
+        if self.eta != old and now is not None:
             self.changed_at = now
         return self.eta
 

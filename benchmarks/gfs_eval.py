@@ -14,6 +14,7 @@ worker processes, one pool per table.
     python benchmarks/gfs_eval.py table6        # gfs with guaranteed duration H = 1, 2, 4 h
     python benchmarks/gfs_eval.py ablation      # gfs-e, gfs-d, gfs-s, gfs-p, gfs-sp, gfs
     python benchmarks/gfs_eval.py all --out runs/gfs-eval
+    python benchmarks/gfs_eval.py table5 --only "x4 chronus,x4 lyra"   # some rows only
 
 Baselines of Table 5 are those of ``BASELINES`` present in the registry when the script runs.
 """
@@ -162,6 +163,8 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--processes", type=int, default=os.cpu_count() or 1)
     parser.add_argument("--out", type=Path, default=None, help="write each run's results under this folder")
+    parser.add_argument("--only", default=None,
+                        help="run only the rows whose label contains one of these comma-separated strings, e.g. 'x4'")
     args = parser.parse_args()
     if not 0.0 <= args.warmup < 1.0:
         parser.error("--warmup must lie in [0, 1)")
@@ -169,6 +172,11 @@ def main() -> None:
     tables = ("table5", "table6", "ablation") if args.table == "all" else (args.table,)
     for name in tables:
         todo = cells(name)
+        if args.only:
+            wanted = [w.strip() for w in args.only.split(",") if w.strip()]
+            todo = [c for c in todo if any(w in c.label for w in wanted)]
+            if not todo:
+                parser.error(f"--only {args.only!r} matches no row of {name}")
         out = None if args.out is None else args.out / name
         t0 = time.perf_counter()
         with ProcessPoolExecutor(max_workers=min(args.processes, len(todo))) as pool:

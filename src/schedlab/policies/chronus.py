@@ -32,8 +32,11 @@ profiling and its consolidation/local-search placement are not modelled.
 
 from __future__ import annotations
 
+import heapq
+import itertools
 import math
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -41,8 +44,9 @@ import numpy as np
 import pandas as pd
 from scipy.optimize import Bounds, LinearConstraint, milp
 from scipy.sparse import coo_matrix
+from sortedcontainers import SortedList
 
-from schedlab.policies.base import Policy
+from schedlab.policies.base import Policy, drain_shapes, job_shape
 from schedlab.policies.placers import Placer
 from schedlab.sim.job import PENDING, RUNNING, Job
 
@@ -127,6 +131,7 @@ class Chronus(Policy):
         self.placer = placer
         self.config = config or ChronusConfig()
         self.waiting: dict[int, Job] = {}
+        self.queues: dict[bool, dict[tuple, SortedList]] = {False: {}, True: {}}  # is spot -> (pool, shape) -> FIFO
         self.expiry: dict[float, dict[int, Job]] = {}  # lease end -> running jobs
         self.lease_end: dict[int, float] = {}
         self.total_jobs = 0
@@ -142,7 +147,7 @@ class Chronus(Policy):
 
     def on_arrival(self, ctx, job: Job) -> None:
         self.arrived += 1
-        self.waiting[job.idx] = job
+        self._enqueue(ctx, job)
 
     def on_finish(self, ctx, job: Job) -> None:
         del self.expiry[self.lease_end.pop(job.idx)][job.idx]
@@ -156,11 +161,36 @@ class Chronus(Policy):
         expiring = [job for end in [t for t in self.expiry if t <= ctx.now] for job in self.expiry.pop(end).values()]
         if expiring:
             self._boundary(ctx, expiring)
-        self._grant_free(ctx, self._queue())
+        for spot in (False, True):
+            drain_shapes(self.queues[spot], self.waiting, lambda job, _key: self._grant(ctx, job))
+
+    # ----- queues: per class, then per (pool, shape), FIFO by submission ---------------------------
+    def _enqueue(self, ctx, job: Job) -> None:
+        key = (ctx.pool_of(job), *job_shape(job))
+        self.queues[job.cls == SPOT].setdefault(key, SortedList()).add((job.submit, job.idx))
+        self.waiting[job.idx] = job
+
+    def _dequeue(self, ctx, job: Job) -> None:
+        shapes = self.queues[job.cls == SPOT]
+        key = (ctx.pool_of(job), *job_shape(job))
+        shapes[key].remove((job.submit, job.idx))
+        if not shapes[key]:
+            del shapes[key]
+        del self.waiting[job.idx]
+
+    def _pending_in(self, ctx, gids: set[int]) -> Iterator[Job]:
+        """Waiting jobs that may use one of the groups ``gids``, HP first, then by submission."""
+        state = ctx.state
+        for spot in (False, True):
+            queues = []
+            for key, queue in self.queues[spot].items():
+                head = self.waiting[queue[0][1]]
+                if any(state.node_group[g.nodes[0]] in gids for g in ctx.groups_of(head)):
+                    queues.append(queue)
+            for _submit, idx in heapq.merge(*queues):
+                yield self.waiting[idx]
 
     # ----- leases ------------------------------------------------------------------------------
-    def _queue(self) -> list[Job]:
-        return sorted(self.waiting.values(), key=lambda j: (j.cls == SPOT, j.submit, j.idx))
 
     def _lease(self, ctx, job: Job) -> None:
         length = self.config.spot_lease_s if job.cls == SPOT else self.config.hp_lease_s
@@ -169,20 +199,23 @@ class Chronus(Policy):
         self.lease_end[job.idx] = end
         self.expiry.setdefault(end, {})[job.idx] = job
 
-    def _grant_free(self, ctx, queue: list[Job]) -> None:
-        for job in queue:
-            if job.state == PENDING and (job.fractional or job.num_gpus <= ctx.state.free_in(ctx.groups_of(job))):
-                alloc = self.placer.place(ctx, job)
-                if alloc is not None:
-                    ctx.start(job, alloc)
-                    del self.waiting[job.idx]
-                    self._lease(ctx, job)
+    def _grant(self, ctx, job: Job) -> bool:
+        """Start ``job`` on free GPUs with a new lease if the placer finds room (the caller
+        takes it out of the queue)."""
+        if not (job.fractional or job.num_gpus <= ctx.state.free_in(ctx.groups_of(job))):
+            return False
+        alloc = self.placer.place(ctx, job)
+        if alloc is None:
+            return False
+        ctx.start(job, alloc)
+        self._lease(ctx, job)
+        return True
 
     def _boundary(self, ctx, expiring: list[Job]) -> None:
         state = ctx.state
         freed = {state.node_group[node] for job in expiring for node, _ in job.alloc}
-        pending = [j for j in self._queue() if any(state.node_group[g.nodes[0]] in freed for g in ctx.groups_of(j))]
-        jobs = sorted(expiring, key=lambda j: (j.cls == SPOT, j.submit, j.idx)) + pending[: self.config.max_candidates]
+        pending = list(itertools.islice(self._pending_in(ctx, freed), self.config.max_candidates))
+        jobs = sorted(expiring, key=lambda j: (j.cls == SPOT, j.submit, j.idx)) + pending
         capacity: dict[int, float] = {}
         candidates: list[Candidate] = []
         for job in jobs:
@@ -207,10 +240,12 @@ class Chronus(Policy):
                     ctx.pause(job)
                     self.pauses += 1
                     del self.lease_end[job.idx]
-                    self.waiting[job.idx] = job
+                    self._enqueue(ctx, job)
                 else:
                     self._lease(ctx, job)
-        self._grant_free(ctx, [j for j, g in zip(jobs, granted) if g is not None and j.state == PENDING])
+        for job, group in zip(jobs, granted):
+            if group is not None and job.state == PENDING and self._grant(ctx, job):
+                self._dequeue(ctx, job)
 
     def report(self, jobs: pd.DataFrame) -> dict[str, Any]:
         """``{"chronus": ...}``: pauses at lease ends, boundaries decided, MILPs solved (only

@@ -44,22 +44,47 @@ class NodeSet:
         self.buckets = [[SortedList() for _ in range(g.max_gpus + 1)] for g in state.groups]
         self.sizes = [sorted({state.node_gpus[n] for n in g.nodes}) for g in state.groups]
         self.free_at: dict[int, int] = {}
+        self.free_gpus = [0] * len(state.groups)  # per group: free GPUs of the set's nodes
+        self.idle = [[0] * (g.max_gpus + 1) for g in state.groups]  # per group and size: idle nodes
 
     def __contains__(self, node: int) -> bool:
         return node in self.free_at
 
     def add(self, node: int) -> None:
         free = self.state.free[node]
+        gid = self.state.node_group[node]
         self.free_at[node] = free
-        self.buckets[self.state.node_group[node]][free].add(node)
+        self.buckets[gid][free].add(node)
+        self.free_gpus[gid] += free
+        if free == self.state.node_gpus[node]:
+            self.idle[gid][free] += 1
 
     def remove(self, node: int) -> None:
-        self.buckets[self.state.node_group[node]][self.free_at.pop(node)].remove(node)
+        free = self.free_at.pop(node)
+        gid = self.state.node_group[node]
+        self.buckets[gid][free].remove(node)
+        self.free_gpus[gid] -= free
+        if free == self.state.node_gpus[node]:
+            self.idle[gid][free] -= 1
 
     def refresh(self, node: int) -> None:
         if node in self.free_at and self.free_at[node] != self.state.free[node]:
             self.remove(node)
             self.add(node)
+
+    def free_in(self, groups: tuple[Group, ...]) -> int:
+        """Free GPUs of the set's nodes in ``groups``."""
+        return sum(self.free_gpus[self.state.node_group[g.nodes[0]]] for g in groups)
+
+    def room(self, groups: tuple[Group, ...], worker: int, *, idle_only: bool = False) -> int:
+        """GPUs that whole workers of ``worker`` GPUs could take on the set's nodes in
+        ``groups`` (only its idle nodes with ``idle_only``): what :func:`_spread` can find."""
+        total = 0
+        for g in groups:
+            gid = self.state.node_group[g.nodes[0]]
+            counts = self.idle[gid] if idle_only else [len(b) for b in self.buckets[gid]]
+            total += sum(n * (free // worker * worker) for free, n in enumerate(counts) if free >= worker)
+        return total
 
     def best_fit(self, groups: tuple[Group, ...], need: int) -> int | None:
         """The node with the fewest free GPUs >= ``need``, lowest id on ties."""
@@ -96,10 +121,15 @@ class NodeSet:
                 for n in self.buckets[gid][free]]  # fmt: skip
 
 
+def _worker(job: Job) -> int:
+    """GPUs per worker of a multi-node job (1 when any split will do)."""
+    gpw = job.gpus_per_worker
+    return int(gpw) if gpw == gpw and gpw >= 1 else 1
+
+
 def _spread(state: ClusterState, job: Job, nodes: list[int]) -> Alloc | None:
     """Whole workers of ``job`` from ``nodes`` in order, or None if they cannot hold it."""
-    gpw = job.gpus_per_worker
-    worker = int(gpw) if gpw == gpw and gpw >= 1 else 1
+    worker = _worker(job)
     need = int(job.num_gpus)
     alloc: Alloc = []
     for n in nodes:
@@ -136,9 +166,14 @@ class Lyra(SpotFCFS):
         single = any(need <= g.max_gpus for g in groups)
         if job.cls != SPOT:
             if not single:
+                if self.hp.room(groups, _worker(job)) < need:
+                    return None
                 return _spread(ctx.state, job, self.hp.by_free(groups))
             node = self.hp.best_fit(groups, need)
         elif not single:
+            worker = _worker(job)
+            if self.loaned.room(groups, worker) + self.hp.room(groups, worker, idle_only=True) < need:
+                return None
             idle = [n for n in self.hp.by_free(groups) if ctx.state.idle(n)]
             return _spread(ctx.state, job, self.loaned.by_free(groups) + idle)
         else:
@@ -180,7 +215,7 @@ class Lyra(SpotFCFS):
                 return None
             self._reclaim(ctx, min(fitting, key=lambda n: (self.cost(ctx, n), state.node_gpus[n], n)))
             return self.place(ctx, job)
-        hp_free = state.free_in(groups) - sum(self.loaned.free_at[n] for n in loaned)
+        hp_free = self.hp.free_in(groups)
         if hp_free + sum(state.node_gpus[n] for n in loaned) < need:
             return None
         for node in sorted(loaned, key=lambda n: (self.cost(ctx, n) / state.node_gpus[n], n)):

@@ -99,6 +99,12 @@ def run_cell(cell: Cell, setup: Setup, out: Path | None) -> dict[str, Any]:
     return summary
 
 
+def _quiet_stdout() -> None:
+    """Send a worker's stdout to stderr: HiGHS (under Chronus) prints stray lines that would
+    otherwise interleave with the tables."""
+    os.dup2(2, 1)
+
+
 def _h(seconds: float | None) -> str:
     return "-" if seconds is None else f"{seconds / 3600:.2f}"
 
@@ -181,7 +187,7 @@ def main() -> None:
                 parser.error(f"--only {args.only!r} matches no row of {name}")
         out = None if args.out is None else args.out / name
         t0 = time.perf_counter()
-        with ProcessPoolExecutor(max_workers=min(args.processes, len(todo))) as pool:
+        with ProcessPoolExecutor(max_workers=min(args.processes, len(todo)), initializer=_quiet_stdout) as pool:
             futures = [pool.submit(run_cell, c, setup, out) for c in todo]
             rows = [(c, f.result()) for c, f in zip(todo, futures, strict=True)]
         start_h, end_h = rows[0][1]["window"]["hours"]

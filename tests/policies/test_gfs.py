@@ -21,20 +21,29 @@ NO_CKPT = SimConfig(checkpoint_s=0.0, restore_s=0.0, checkpoint_interval_s=math.
 
 def test_eta_falls_after_evictions_and_rises_when_spot_queues_long() -> None:
     quota = SpotQuota(SqaConfig(eta_hold_h=0.0))
-    assert quota.feedback(0.0, 0.0) == 1.0  # calm: unchanged
-    assert quota.feedback(0.5, 0.0) == pytest.approx(0.2)  # e = 5 x target: eta x (1 - p) / e
-    low = quota.eta
-    assert quota.feedback(0.0, 7200.0) > low  # no evictions, spot waited 2 h > l_max
-    assert quota.feedback(0.0, 60.0) == quota.eta  # short waits: no raise
+    assert quota.feedback("A", 0.0, 0.0) == 1.0  # calm: unchanged
+    assert quota.feedback("A", 0.5, 0.0) == pytest.approx(0.2)  # e = 5 x target: eta x (1 - p) / e
+    low = quota.eta_of("A")
+    assert quota.feedback("A", 0.0, 7200.0) > low  # no evictions, spot waited 2 h > l_max
+    assert quota.feedback("A", 0.0, 60.0) == quota.eta_of("A")  # short waits: no raise
     fixed = SpotQuota(SqaConfig(dynamic_eta=False))
-    assert fixed.feedback(0.9, 0.0) == 1.0 and fixed.feedback(0.0, 1e6) == 1.0
+    assert fixed.feedback("A", 0.9, 0.0) == 1.0 and fixed.feedback("A", 0.0, 1e6) == 1.0
 
 
 def test_eta_acts_once_per_window_of_evidence() -> None:
     quota = SpotQuota(SqaConfig())  # hold = H = 1 h
-    assert quota.feedback(0.25, 0.0, now=0.0) == pytest.approx(0.4)  # eta x (1 - p) / e
-    assert quota.feedback(0.25, 0.0, now=300.0) == pytest.approx(0.4)  # same burst: held
-    assert quota.feedback(0.25, 0.0, now=3600.0) == pytest.approx(0.16)  # still evicting an hour later
+    assert quota.feedback("A", 0.25, 0.0, now=0.0) == pytest.approx(0.4)  # eta x (1 - p) / e
+    assert quota.feedback("A", 0.25, 0.0, now=300.0) == pytest.approx(0.4)  # same burst: held
+    assert quota.feedback("A", 0.25, 0.0, now=3600.0) == pytest.approx(0.16)  # still evicting an hour later
+
+
+def test_eta_is_per_gpu_model() -> None:
+    quota = SpotQuota(SqaConfig(eta0=0.5))
+    quota.feedback("A", 0.5, 0.0, now=0.0)  # a burst of evictions on model A only
+    quota.feedback("B", 0.0, 0.0, now=0.0)
+    assert quota.eta_of("A") == pytest.approx(0.1) and quota.eta_of("B") == 0.5
+    q = quota.allocate({"A": 100.0, "B": 100.0}, {}, {"A": 100.0, "B": 100.0})
+    assert (q["A"], q["B"]) == (pytest.approx(10.0), 50.0)
 
 
 def test_quota_is_min_of_inventory_times_eta_and_held_plus_free() -> None:

@@ -14,7 +14,7 @@ guarantee (an SLO violation, recorded per job); one that runs ``H`` or finishes 
 it. These events drive the eviction rate of eq. 11 (:mod:`.sqa`).
 
 Every ``update_s`` a timer feeds the forecaster the HP demand per (model, organisation =
-tenant), recomputes ``eta`` and the quotas and ages the node eviction counts.
+tenant), recomputes each model's ``eta`` and quota and ages the node eviction counts.
 """
 
 from __future__ import annotations
@@ -63,7 +63,7 @@ class GFS(Policy):
         self.pts = pts_config or PtsConfig()
         self.quota = SpotQuota(self.sqa)
         self.guarantee_s = self.sqa.guarantee_h * 3600.0
-        self.ledger = GuaranteeLedger(self.guarantee_s)
+        self.ledgers: dict[str, GuaranteeLedger] = {}  # per GPU model
         self.queues: dict[bool, dict[tuple, SortedList]] = {True: {}, False: {}}  # keyed by "is spot"
         self.waiting: dict[int, Job] = {}
         self.blocked: set[tuple] = set()  # HP shapes no preemption could place, until a finish
@@ -72,11 +72,11 @@ class GFS(Policy):
         self.run_no: dict[int, int] = {}
         self.hp_demand: dict[Key, float] = {}
         self.demand_changes: dict[Key, float] = {}
-        self.spot_starts: list[tuple[float, float]] = []  # (start, wait) of spot runs, last H only
+        self.spot_starts: list[tuple[float, str, float]] = []  # (start, model, wait) of spot runs, last H only
         self.violations: dict[int, int] = {}
         self.evictions = 0
         self.decision_s = array("d")
-        self.eta_trace: list[tuple[float, float]] = []
+        self.eta_trace: list[tuple[float, str, float]] = []
         self.book: NodeBook | None = None
         self.arrived = 0
         self.total_jobs = 0
@@ -98,7 +98,7 @@ class GFS(Policy):
         model = self.model_of.pop(job.idx)
         if job.cls == SPOT:
             if ctx.now - job.run_since < self.guarantee_s:
-                self.ledger.met.append(ctx.now)
+                self._ledger(model).met.append(ctx.now)
             self.spot_held[model] -= job.num_gpus
             self.book.remove_spot(job, job.data)
         else:
@@ -111,7 +111,7 @@ class GFS(Policy):
             _, idx, run = payload
             job = ctx.live.get(idx)
             if job is not None and job.state == RUNNING and self.run_no.get(idx) == run:
-                self.ledger.met.append(ctx.now)
+                self._ledger(self.model_of[idx]).met.append(ctx.now)
             return False
         self._update_quota(ctx)
         if self.arrived < self.total_jobs or ctx.live:
@@ -129,18 +129,30 @@ class GFS(Policy):
         self.forecaster.observe(now, self.demand_changes)
         self.demand_changes = {}
         self.book.decay(now)
+        capacity = dict(zip(state.type_names, map(float, state.type_gpus_on)))
         start = now - self.guarantee_s
         self.spot_starts = [s for s in self.spot_starts if s[0] >= start]
-        waits = [w for _, w in self.spot_starts]
-        waits += [now - j.queued_since for j in self.waiting.values() if j.cls == SPOT]
-        eta = self.quota.feedback(self.ledger.rate(now), max(waits, default=0.0), now)
-        self.eta_trace.append((now, eta))
-        capacity = dict(zip(state.type_names, map(float, state.type_gpus_on)))
+        longest = dict.fromkeys(capacity, 0.0)  # per model: l of eq. 11
+        for _, model, wait in self.spot_starts:
+            longest[model] = max(longest[model], wait)
+        for job in self.waiting.values():
+            if job.cls == SPOT:
+                for model in [job.gpu_type] if job.gpu_type else capacity:
+                    longest[model] = max(longest[model], now - job.queued_since)
+        for model, wait in longest.items():
+            eta = self.quota.feedback(model, self._ledger(model).rate(now), wait, now)
+            self.eta_trace.append((now, model, eta))
         bounds = self.forecaster.model_bounds(self.sqa.guarantee_rate, self.sqa.guarantee_h)
         free = {g.gpu_type: 0.0 for g in state.groups}
         for g in state.groups:
             free[g.gpu_type] += g.free_total
         self.quota.allocate(inventory(capacity, bounds), self.spot_held, free)
+
+    def _ledger(self, model: str) -> GuaranteeLedger:
+        ledger = self.ledgers.get(model)
+        if ledger is None:
+            ledger = self.ledgers[model] = GuaranteeLedger(self.guarantee_s)
+        return ledger
 
     def _add_demand(self, key: Key, gpus: float) -> None:
         level = self.hp_demand.get(key, 0.0) + gpus
@@ -180,10 +192,13 @@ class GFS(Policy):
         return sum(self.spot_held.values()) if model == "" else self.spot_held.get(model, 0.0)
 
     def _preempt_for(self, ctx, job: Job, groups) -> list[tuple[int, int]] | None:
-        self.ledger.rate(ctx.now)  # drop events older than H before counting them
+        ledgers = [self._ledger(m) for m in {g.gpu_type for g in groups}]
+        for ledger in ledgers:
+            ledger.rate(ctx.now)  # drop events older than H before counting them
         plan = pts.plan_preemption(
-            ctx, self.book, groups, job, aware=self.pts.preemption_aware, broken=len(self.ledger.broken),
-            met=len(self.ledger.met), guarantee_s=self.guarantee_s, beta=self.pts.beta,
+            ctx, self.book, groups, job, aware=self.pts.preemption_aware,
+            broken=sum(len(x.broken) for x in ledgers), met=sum(len(x.met) for x in ledgers),
+            guarantee_s=self.guarantee_s, beta=self.pts.beta,
         )  # fmt: skip
         if plan is None:
             return None
@@ -203,7 +218,7 @@ class GFS(Policy):
             self.spot_held[model] = self.spot_held.get(model, 0.0) + job.num_gpus
             self.book.add_spot(job)
             run = self.run_no[job.idx] = self.run_no.get(job.idx, 0) + 1
-            self.spot_starts.append((ctx.now, ctx.now - job.queued_since))
+            self.spot_starts.append((ctx.now, model, ctx.now - job.queued_since))
             ctx.set_timer(ctx.now + self.guarantee_s, (_GUARANTEE, job.idx, run))
         else:
             self._add_demand((model, job.tenant), job.num_gpus)
@@ -215,12 +230,13 @@ class GFS(Policy):
         alloc = victim.alloc
         ctx.preempt(victim)
         self.evictions += 1
-        self.spot_held[self.model_of.pop(victim.idx)] -= victim.num_gpus
+        model = self.model_of.pop(victim.idx)
+        self.spot_held[model] -= victim.num_gpus
         self.book.remove_spot(victim, alloc)
         self.book.record_eviction(ctx.now, tuple(node for node, _ in alloc))
         if inside:
             self.violations[victim.idx] = self.violations.get(victim.idx, 0) + 1
-            self.ledger.broken.append(ctx.now)
+            self._ledger(model).broken.append(ctx.now)
         self._enqueue(victim)
 
     # ----- report ----------------------------------------------------------------------------
@@ -231,7 +247,7 @@ class GFS(Policy):
         spot = jobs["priority_class"].to_numpy() == SPOT
         started = int(np.isfinite(jobs["first_start_s"].to_numpy(dtype=float))[spot].sum())
         decisions = np.frombuffer(self.decision_s, dtype=np.float64) * 1000.0
-        etas = [eta for _, eta in self.eta_trace]
+        etas = [eta for _, _, eta in self.eta_trace]
         return {"gfs": {
             "variant": self.name,
             "forecaster": self.forecaster.name,
@@ -241,7 +257,7 @@ class GFS(Policy):
             "slo_violations": sum(self.violations.values()),
             "slo_violated_jobs": len(self.violations),
             "slo_violated_share": len(self.violations) / started if started else None,
-            "eta_final": self.quota.eta,
+            "eta_final": {m: round(self.quota.eta_of(m), 4) for m in sorted(self.quota.eta)},
             "eta_min": min(etas, default=None),
             "eta_max": max(etas, default=None),
             "decisions": len(decisions),

@@ -14,10 +14,13 @@ brief's description and the authors' public simulator, and these details are ass
 
 * ``S0`` = GPUs of the model held by running spot jobs, ``Sa`` = its free GPUs now (the quota
   never promises more than spot already holds plus what is idle);
+* ``eta``, ``e`` and ``l`` are per GPU model (the public simulator's per-cluster ``eta``);
 * eq. 11: when ``e >= hi * (1 - p)``, ``eta <- eta * (1 - p) / e`` (the target eviction
   rate is ``1 - p``); when ``e <= lo * (1 - p)`` and ``l > l_max``, ``eta <- eta * raise_``;
   ``eta`` stays within ``eta_bounds``. ``e`` = evictions inside the guarantee / (those +
-  guarantees met) over the last ``H`` hours, 0 when there were none;
+  guarantees met) over the last ``H`` hours, 0 when there were none; the public simulator's
+  raise, ``eta * (1.5 - (1 - p) / e)``, is negative whenever its condition holds (and
+  undefined at ``e = 0``), so a plain factor is used instead;
 * after a change ``eta`` holds for ``eta_hold_h`` (default ``H``) before it may change
   again: ``e`` and ``l`` are measured over the last ``H`` hours, and re-applying the rule at
   every 300 s update while the same evictions stay in that window drives ``eta`` to its
@@ -159,35 +162,44 @@ class GuaranteeLedger:
 
 
 class SpotQuota:
-    """The safety coefficient and the per-model quotas (eqs. 10-11)."""
+    """The safety coefficients and the quotas of eqs. 10-11, per GPU model: each model has its
+    own ``eta``, fed back from its own evictions and queueing (as the public simulator keeps
+    one per virtual cluster, i.e. per model), so a burst of evictions on one model does not
+    shrink the quota of the others."""
 
     def __init__(self, config: SqaConfig) -> None:
         self.config = config
-        self.eta = config.eta0
+        self.eta: dict[str, float] = {}
         self.quota: dict[str, float] = {}
         hold_h = config.guarantee_h if config.eta_hold_h is None else config.eta_hold_h
         self.hold_s = hold_h * 3600.0
-        self.changed_at = -math.inf
+        self.changed_at: dict[str, float] = {}
 
-    def feedback(self, eviction_rate: float, max_queue_s: float, now: float | None = None) -> float:
-        """Eq. 11: lower ``eta`` after too many evictions, raise it when spot jobs queue long
-        while evictions are rare. After a change ``eta`` holds for ``hold_s`` (by default
-        ``H``, the window ``e`` and ``l`` are measured over), so that one burst of evictions
-        is acted on once, not at every update while it stays in the window (without ``now``
-        there is no hold). Returns the new ``eta`` (unchanged without ``dynamic_eta``)."""
+    def eta_of(self, model: str) -> float:
+        return self.eta.get(model, self.config.eta0)
+
+    def feedback(self, model: str, eviction_rate: float, max_queue_s: float, now: float | None = None) -> float:
+        """Eq. 11 for ``model``: lower its ``eta`` after too many evictions, raise it when its
+        spot jobs queue long while evictions are rare. After a change ``eta`` holds for
+        ``hold_s`` (by default ``H``, the window ``e`` and ``l`` are measured over), so that
+        one burst of evictions is acted on once, not at every update while it stays in the
+        window (without ``now`` there is no hold). Returns the model's new ``eta`` (unchanged
+        without ``dynamic_eta``)."""
         c = self.config
-        if not c.dynamic_eta or (now is not None and now - self.changed_at < self.hold_s):
-            return self.eta
+        old = self.eta_of(model)
+        if not c.dynamic_eta or (now is not None and now - self.changed_at.get(model, -math.inf) < self.hold_s):
+            return old
         target = 1.0 - c.guarantee_rate
         lo, hi = c.eta_bounds
-        old = self.eta
+        eta = old
         if eviction_rate >= c.eviction_high * target:
-            self.eta = max(lo, self.eta * target / eviction_rate)
+            eta = max(lo, old * target / eviction_rate)
         elif eviction_rate <= c.eviction_low * target and max_queue_s > c.queue_limit_s:
-            self.eta = min(hi, self.eta * c.eta_raise)
-        if self.eta != old and now is not None:
-            self.changed_at = now
-        return self.eta
+            eta = min(hi, old * c.eta_raise)
+        self.eta[model] = eta
+        if eta != old and now is not None:
+            self.changed_at[model] = now
+        return eta
 
     def allocate(
         self, inventory_gpus: Mapping[str, float], spot_held: Mapping[str, float], free: Mapping[str, float]
@@ -195,7 +207,7 @@ class SpotQuota:
         """Eq. 10 per model: ``min(f * eta, S0 + Sa)``; the key "" holds the sum (for jobs
         that accept any model)."""
         quota = {
-            m: min(f * self.eta, spot_held.get(m, 0.0) + free.get(m, 0.0)) for m, f in inventory_gpus.items()
+            m: min(f * self.eta_of(m), spot_held.get(m, 0.0) + free.get(m, 0.0)) for m, f in inventory_gpus.items()
         }
         quota[""] = sum(quota.values())
         self.quota = quota

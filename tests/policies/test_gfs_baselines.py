@@ -10,7 +10,9 @@ import pytest
 from schedlab.cluster.spec import ClusterSpec, NodeSpec, gpu_type
 from schedlab.experiments.run import RunSpec, WorkloadSpec, simulate_run
 from schedlab.policies.base import Policy
+from schedlab.cluster.state import ClusterState
 from schedlab.policies.chronus import Candidate, select
+from schedlab.policies.lyra import NodeSet
 from schedlab.policies.registry import make_policy
 from schedlab.sim.engine import SimConfig, Simulation
 from simkit import Checked, cluster, job, workload
@@ -125,6 +127,25 @@ def test_lyra_reclaims_the_node_whose_spot_jobs_lose_least_work() -> None:
     assert policy.inner.report(None)["lyra"] == {"evictions": 1, "reclaims": 1}
     newest, _ = run("yarn-cs-preempt", rows, [4, 4, 4])  # best fit (n1 first), newest first
     assert (newest["p"]["preemptions"], newest["q"]["preemptions"], newest["r"]["preemptions"]) == (1, 1, 0)
+
+
+def test_lyra_node_set_room_counts_what_whole_workers_can_take() -> None:
+    state = ClusterState(cluster([8, 8, 4, 1, 8]))
+    for node, count in [(0, 3), (2, 4), (4, 6)]:  # free: 5, 8, 0, 1, 2
+        state.take_whole(node, count)
+    nodes = NodeSet(state)
+    for node in range(state.num_nodes):
+        nodes.add(node)
+    groups = state.groups_for("", "")
+    assert nodes.room(groups, 4) == 4 + 8  # n0 holds one 4-GPU worker, n1 two
+    assert nodes.room(groups, 1) == 5 + 8 + 1 + 2
+    assert nodes.room(groups, 2, idle_only=True) == 8  # n1 only (n3 is idle but holds 1 GPU)
+    assert nodes.room(groups, 1, idle_only=True) == 8 + 1
+    state.take_whole(1, 8)
+    nodes.refresh(1)
+    assert nodes.room(groups, 4) == 4 and nodes.room(groups, 1, idle_only=True) == 1
+    nodes.remove(0)
+    assert nodes.room(groups, 1) == 1 + 2
 
 
 # ----- fgd ---------------------------------------------------------------------------------------

@@ -155,6 +155,16 @@ def test_eviction_before_the_guarantee_is_an_slo_violation() -> None:
     assert late["evictions"] == 1 and late["slo_violations"] == 0
 
 
+def test_eviction_rate_counts_guarantee_periods() -> None:
+    rows = [job("s", 0.0, 4, 1e4, priority_class="spot"), job("x", 9000.0, 4, 100.0, priority_class="hp")]
+    preempted, report = _preemption_run("gfs", rows, [4])
+    assert preempted == {"s": 1, "x": 0}
+    # s meets periods at 1 h and 2 h, fails the third at 9000 s (no SLO violation: after H);
+    # it restarts from zero at 9100 s, meets two more periods and the last at its finish
+    assert (report["guarantee_periods_met"], report["guarantee_periods_failed"]) == (5, 1)
+    assert report["slo_violations"] == 0
+
+
 def test_gfs_end_to_end_on_a_small_gfs_cluster() -> None:
     sizes = {"A100-SXM4-80GB": 8, "A10": 1, "H800": 8, "GPU-series-1": 8, "GPU-series-2": 8, "A800-SXM4-80GB": 8}
     nodes = tuple(NodeSpec(f"{m}-{i}", m, g) for m, g in sizes.items() for i in range(32))

@@ -10,8 +10,9 @@ back to their queue in submission order. HP jobs are never evicted. The queue or
 with backfill) is an assumption: the public simulator orders by size, largest first.
 
 Guarantee (SLO): a spot run that is evicted less than ``H`` after it started breaks its
-guarantee (an SLO violation, recorded per job); one that runs ``H`` or finishes first meets
-it. These events drive the eviction rate of eq. 11 (:mod:`.sqa`).
+guarantee (an SLO violation, recorded per job). The eviction rate of eq. 11 counts guarantee
+periods (:class:`.sqa.GuaranteeLedger`): a spot job completes one every ``H`` it runs and
+when it finishes, and each eviction fails the period in progress.
 
 Every ``update_s`` a timer feeds the forecaster the HP demand per (model, organisation =
 tenant), recomputes each model's ``eta`` and quota and ages the node eviction counts.
@@ -97,8 +98,7 @@ class GFS(Policy):
         self.blocked.clear()
         model = self.model_of.pop(job.idx)
         if job.cls == SPOT:
-            if ctx.now - job.run_since < self.guarantee_s:
-                self._ledger(model).met.append(ctx.now)
+            self._ledger(model).meet(ctx.now)
             self.spot_held[model] -= job.num_gpus
             self.book.remove_spot(job, job.data)
         else:
@@ -111,7 +111,8 @@ class GFS(Policy):
             _, idx, run = payload
             job = ctx.live.get(idx)
             if job is not None and job.state == RUNNING and self.run_no.get(idx) == run:
-                self._ledger(self.model_of[idx]).met.append(ctx.now)
+                self._ledger(self.model_of[idx]).meet(ctx.now)
+                ctx.set_timer(ctx.now + self.guarantee_s, payload)
             return False
         self._update_quota(ctx)
         if self.arrived < self.total_jobs or ctx.live:
@@ -234,15 +235,15 @@ class GFS(Policy):
         self.spot_held[model] -= victim.num_gpus
         self.book.remove_spot(victim, alloc)
         self.book.record_eviction(ctx.now, tuple(node for node, _ in alloc))
+        self._ledger(model).fail(ctx.now)
         if inside:
             self.violations[victim.idx] = self.violations.get(victim.idx, 0) + 1
-            self._ledger(model).broken.append(ctx.now)
         self._enqueue(victim)
 
     # ----- report ----------------------------------------------------------------------------
     def report(self, jobs: pd.DataFrame) -> dict[str, Any]:
         """``{"gfs": ...}``: SLO violations of spot jobs (evictions inside the guarantee),
-        evictions, the final and extreme ``eta``, the decision time per task and the
+        evictions, guarantee periods met and failed, the final and extreme ``eta``, the decision time per task and the
         forecaster's ``stats`` if it has any (OrgLinear: trainings and their time)."""
         spot = jobs["priority_class"].to_numpy() == SPOT
         started = int(np.isfinite(jobs["first_start_s"].to_numpy(dtype=float))[spot].sum())
@@ -257,6 +258,8 @@ class GFS(Policy):
             "slo_violations": sum(self.violations.values()),
             "slo_violated_jobs": len(self.violations),
             "slo_violated_share": len(self.violations) / started if started else None,
+            "guarantee_periods_met": sum(x.total_met for x in self.ledgers.values()),
+            "guarantee_periods_failed": sum(x.total_broken for x in self.ledgers.values()),
             "eta_final": {m: round(self.quota.eta_of(m), 4) for m in sorted(self.quota.eta)},
             "eta_min": min(etas, default=None),
             "eta_max": max(etas, default=None),

@@ -17,8 +17,10 @@ brief's description and the authors' public simulator, and these details are ass
 * ``eta``, ``e`` and ``l`` are per GPU model (the public simulator's per-cluster ``eta``);
 * eq. 11: when ``e >= hi * (1 - p)``, ``eta <- eta * (1 - p) / e`` (the target eviction
   rate is ``1 - p``); when ``e <= lo * (1 - p)`` and ``l > l_max``, ``eta <- eta * raise_``;
-  ``eta`` stays within ``eta_bounds``. ``e`` = evictions inside the guarantee / (those +
-  guarantees met) over the last ``H`` hours, 0 when there were none; the public simulator's
+  ``eta`` stays within ``eta_bounds``. ``e`` = failed guarantee periods / all periods ended
+  over the last ``H`` hours (0 when none ended), counted as the public simulator does: a
+  running spot job completes a period every ``H`` and when it finishes, and every eviction
+  fails the period in progress (see :class:`GuaranteeLedger`); the public simulator's
   raise, ``eta * (1.5 - (1 - p) / e)``, is negative whenever its condition holds (and
   undefined at ``e = 0``), so a plain factor is used instead;
 * after a change ``eta`` holds for ``eta_hold_h`` (default ``H``) before it may change
@@ -144,13 +146,25 @@ class SqaConfig:
 
 
 class GuaranteeLedger:
-    """Spot guarantees met and broken (evictions before ``H``), with their times, over a
-    sliding window: the eviction rate ``e`` of eq. 11."""
+    """Guarantee periods of spot jobs met and failed, with their times: the eviction rate
+    ``e`` of eq. 11 over a sliding window, and run totals. A running spot job completes a
+    period every ``H`` it runs and when it finishes; an eviction fails the period in progress
+    (the public simulator's "guarantee hours")."""
 
     def __init__(self, window_s: float) -> None:
         self.window_s = window_s
         self.met: deque[float] = deque()
         self.broken: deque[float] = deque()
+        self.total_met = 0
+        self.total_broken = 0
+
+    def meet(self, now: float) -> None:
+        self.met.append(now)
+        self.total_met += 1
+
+    def fail(self, now: float) -> None:
+        self.broken.append(now)
+        self.total_broken += 1
 
     def rate(self, now: float) -> float:
         start = now - self.window_s

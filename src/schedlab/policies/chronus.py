@@ -9,7 +9,9 @@ SLO jobs of Chronus become HP jobs and its best-effort jobs become spot jobs):
   lease ends are rounded up to the ``tick_s`` grid (5 min) so that all boundaries of one
   instant are decided together: a lease lasts between its length and one tick more;
 * inside a lease a job is never preempted; free GPUs are granted at once (FCFS, HP first,
-  with the placer) as new leases, so contention is resolved only at boundaries;
+  with the placer) as new leases, so contention is resolved only at boundaries. Waiting jobs
+  sit in FIFO queues per class and (pool, shape); a shape whose head cannot be placed is
+  passed over for the round (its other jobs cannot be placed either);
 * at a boundary the jobs whose lease ends and the pending jobs that may use their groups (at
   most ``max_candidates``, HP first then by submission; the others already failed to fit the
   free GPUs, which is all the boundary could offer them) compete for the GPUs they could use: the free GPUs plus those

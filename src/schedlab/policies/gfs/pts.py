@@ -26,10 +26,12 @@ Preemption (Algorithm 3), HP jobs only, victims only spot jobs:
   enough GPUs, then one backward pass drops those no longer needed (linear in the node's spot
   jobs);
 * node cost (eq. 19): ``(F + v) / (F + S + v) + beta * sum(theta) / (C * H)``: the spot
-  eviction rate after evicting ``v`` victims still inside their guarantee (``F``, ``S`` =
-  guarantees broken / met over the last ``H``) plus the normalised waste (``C`` = GPUs of the
-  job's model(s), ``H`` in seconds; the public simulator normalises by its whole evaluation
-  span instead). The cheapest node wins; ``beta`` = 5 as in that simulator.
+  eviction rate after evicting the ``v`` victims, each of which fails its guarantee period in
+  progress (``F``, ``S`` = guarantee periods failed / met over the last ``H``, as eq. 11
+  counts them), plus the normalised waste (``C`` = GPUs of the job's model(s), ``H`` in
+  seconds). The public simulator counts ``F`` and ``S`` over the whole run and normalises the
+  waste by its whole evaluation span, so there the rate term all but decides and the waste
+  only breaks ties. The cheapest node wins; ``beta`` = 5 as in that simulator.
 
 Without preemption awareness (the "-p" ablations) the node is the best fit by free plus
 spot GPUs and the victims are its newest spot jobs. A job larger than one node evicts every
@@ -195,11 +197,12 @@ def victims_on(ctx, book: NodeBook, node: int, short: int, *, aware: bool) -> li
 
 
 def node_cost(ctx, victims: list[Job], *, broken: int, met: int, guarantee_s: float, gpus: float, beta: float) -> float:
-    """Eq. 19: the eviction rate after these evictions plus ``beta`` x normalised waste."""
-    now = ctx.now
-    inside = sum(1 for v in victims if now - v.run_since < guarantee_s)
-    total = broken + met + inside
-    rate = (broken + inside) / total if total else 0.0
+    """Eq. 19: the eviction rate after these evictions plus ``beta`` x normalised waste. Each
+    victim fails its guarantee period in progress (as :class:`.sqa.GuaranteeLedger` counts
+    them), so the rate is ``(broken + victims) / (broken + met + victims)``."""
+    n = len(victims)
+    total = broken + met + n
+    rate = (broken + n) / total if total else 0.0
     return rate + beta * sum(waste(ctx, v) for v in victims) / (gpus * guarantee_s)
 
 

@@ -93,10 +93,17 @@ def run_cell(cell: Cell, setup: Setup, out: Path | None) -> dict[str, Any]:
     end = np.array([last_submit])
     summary["window"] = {
         "classes": window_classes(jobs, start, last_submit),
+        "spot_jqt_by_model": spot_jqt_by_model(jobs, start, last_submit),
         "alloc": {"all": gpu_alloc_rate(window, end), **gpu_alloc_rate_by_model(window, end)},
         "hours": (start / 3600, last_submit / 3600),
     }
     return summary
+
+
+def spot_jqt_by_model(jobs: pd.DataFrame, start: float, end: float) -> dict[str, float]:
+    """Mean JQT (seconds) of the spot jobs submitted in ``[start, end]``, per GPU model."""
+    inside = jobs[(jobs["submit_s"] >= start) & (jobs["submit_s"] <= end) & (jobs["priority_class"] == "spot")]
+    return {str(m): float(q) for m, q in inside.groupby("gpu_type")["queue_s"].mean().items()}
 
 
 def _quiet_stdout() -> None:
@@ -142,6 +149,16 @@ def model_table(rows: list[tuple[Cell, dict[str, Any]]]) -> str:
     for cell, s in rows:
         by = s["window"]["alloc"]
         lines.append(f"| {cell.label} | " + " | ".join(_f(by.get(m)) for m in models) + " |")
+    return "\n".join(lines)
+
+
+def jqt_table(rows: list[tuple[Cell, dict[str, Any]]]) -> str:
+    """Markdown: mean spot JQT (hours) per GPU model in the window."""
+    models = sorted({m for _, s in rows for m in s["window"]["spot_jqt_by_model"]})
+    lines = ["| run | " + " | ".join(models) + " |", "|" + "---|" * (len(models) + 1)]
+    for cell, s in rows:
+        by = s["window"]["spot_jqt_by_model"]
+        lines.append(f"| {cell.label} | " + " | ".join(_h(by.get(m)) for m in models) + " |")
     return "\n".join(lines)
 
 
@@ -196,6 +213,7 @@ def main() -> None:
               f"({time.perf_counter() - t0:.0f} s)\n")  # fmt: skip
         print(table(rows), "\n")
         print(model_table(rows), "\n")
+        print(jqt_table(rows), "\n")
         print(decisions(rows), "\n", flush=True)
 
 

@@ -81,12 +81,15 @@ class GFS(Policy):
         self.book: NodeBook | None = None
         self.arrived = 0
         self.total_jobs = 0
+        self.span_s = self.guarantee_s  # eq. 19's normalisation: the arrival span (set up per run)
 
     # ----- callbacks -----------------------------------------------------------------------
     def setup(self, ctx) -> None:
         self.book = NodeBook(ctx.state, gamma=self.pts.gamma, penalty_base=self.pts.penalty_base,
                              eviction_aware=self.pts.eviction_aware)  # fmt: skip
         self.total_jobs = len(ctx.workload.jobs)
+        submit = ctx.workload.jobs["submit_s"]
+        self.span_s = max(self.guarantee_s, float(submit.max() - submit.min())) if len(submit) else self.guarantee_s
         self._update_quota(ctx)
         ctx.set_timer(ctx.now + self.sqa.update_s, (_TICK,))
 
@@ -194,12 +197,10 @@ class GFS(Policy):
 
     def _preempt_for(self, ctx, job: Job, groups) -> list[tuple[int, int]] | None:
         ledgers = [self._ledger(m) for m in {g.gpu_type for g in groups}]
-        for ledger in ledgers:
-            ledger.rate(ctx.now)  # drop events older than H before counting them
         plan = pts.plan_preemption(
             ctx, self.book, groups, job, aware=self.pts.preemption_aware,
-            broken=sum(len(x.broken) for x in ledgers), met=sum(len(x.met) for x in ledgers),
-            guarantee_s=self.guarantee_s, beta=self.pts.beta,
+            broken=sum(x.total_broken for x in ledgers), met=sum(x.total_met for x in ledgers),
+            span_s=self.span_s, beta=self.pts.beta,
         )  # fmt: skip
         if plan is None:
             return None

@@ -25,13 +25,13 @@ Preemption (Algorithm 3), HP jobs only, victims only spot jobs:
 * victim scan per candidate node: spot jobs by increasing waste, taken until the node frees
   enough GPUs, then one backward pass drops those no longer needed (linear in the node's spot
   jobs);
-* node cost (eq. 19): ``(F + v) / (F + S + v) + beta * sum(theta) / (C * H)``: the spot
+* node cost (eq. 19): ``(F + v) / (F + S + v) + beta * sum(theta) / (C * T)``: the spot
   eviction rate after evicting the ``v`` victims, each of which fails its guarantee period in
-  progress (``F``, ``S`` = guarantee periods failed / met over the last ``H``, as eq. 11
-  counts them), plus the normalised waste (``C`` = GPUs of the job's model(s), ``H`` in
-  seconds). The public simulator counts ``F`` and ``S`` over the whole run and normalises the
-  waste by its whole evaluation span, so there the rate term all but decides and the waste
-  only breaks ties. The cheapest node wins; ``beta`` = 5 as in that simulator.
+  progress (``F``, ``S`` = guarantee periods failed / met so far in the run, of the job's
+  model(s)), plus the waste normalised by ``C`` = GPUs of those models times ``T`` = the
+  workload's arrival span in seconds (at least ``H``). Both follow the public simulator,
+  which counts over the whole run and normalises by its evaluation span; the paper's text
+  could not be read. The cheapest node wins; ``beta`` = 5 as in that simulator.
 
 Without preemption awareness (the "-p" ablations) the node is the best fit by free plus
 spot GPUs and the victims are its newest spot jobs. A job larger than one node evicts every
@@ -196,19 +196,19 @@ def victims_on(ctx, book: NodeBook, node: int, short: int, *, aware: bool) -> li
     return chosen
 
 
-def node_cost(ctx, victims: list[Job], *, broken: int, met: int, guarantee_s: float, gpus: float, beta: float) -> float:
+def node_cost(ctx, victims: list[Job], *, broken: int, met: int, span_s: float, gpus: float, beta: float) -> float:
     """Eq. 19: the eviction rate after these evictions plus ``beta`` x normalised waste. Each
     victim fails its guarantee period in progress (as :class:`.sqa.GuaranteeLedger` counts
     them), so the rate is ``(broken + victims) / (broken + met + victims)``."""
     n = len(victims)
     total = broken + met + n
     rate = (broken + n) / total if total else 0.0
-    return rate + beta * sum(waste(ctx, v) for v in victims) / (gpus * guarantee_s)
+    return rate + beta * sum(waste(ctx, v) for v in victims) / (gpus * span_s)
 
 
 def plan_preemption(
     ctx, book: NodeBook, groups: tuple[Group, ...], job: Job, *, aware: bool, broken: int, met: int,
-    guarantee_s: float, beta: float,
+    span_s: float, beta: float,
 ) -> tuple[list[int], list[Job]] | None:  # fmt: skip
     """Nodes and spot victims that make room for HP ``job``, or None when evicting every spot
     job would not."""
@@ -219,7 +219,7 @@ def plan_preemption(
                   for neg, _risk, node in lst if neg < 0]  # fmt: skip
 
     def cost(victims: list[Job]) -> float:
-        return node_cost(ctx, victims, broken=broken, met=met, guarantee_s=guarantee_s, gpus=gpus, beta=beta)
+        return node_cost(ctx, victims, broken=broken, met=met, span_s=span_s, gpus=gpus, beta=beta)
 
     if any(need <= g.max_gpus for g in groups):
         best: tuple[tuple, int, list[Job]] | None = None

@@ -89,7 +89,7 @@ class GFS(Policy):
                              eviction_aware=self.pts.eviction_aware)  # fmt: skip
         self.total_jobs = len(ctx.workload.jobs)
         submit = ctx.workload.jobs["submit_s"]
-        self.span_s = max(self.guarantee_s, float(submit.max() - submit.min())) if len(submit) else self.guarantee_s
+        self.span_s = max(self.guarantee_s, float(submit.max() - submit.min()))
         self._update_quota(ctx)
         ctx.set_timer(ctx.now + self.sqa.update_s, (_TICK,))
 

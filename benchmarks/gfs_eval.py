@@ -25,6 +25,7 @@ import argparse
 import os
 import tempfile
 import time
+from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -94,7 +95,8 @@ def run_cell(cell: Cell, setup: Setup, out: Path | None) -> dict[str, Any]:
     summary["window"] = {
         "classes": window_classes(jobs, start, last_submit),
         "spot_jqt_by_model": spot_jqt_by_model(jobs, start, last_submit),
-        "alloc": {"all": gpu_alloc_rate(window, end), **gpu_alloc_rate_by_model(window, end)},
+        "alloc": gpu_alloc_rate(window, end),
+        "alloc_by_model": gpu_alloc_rate_by_model(window, end),
         "hours": (start / 3600, last_submit / 3600),
     }
     return summary
@@ -136,30 +138,30 @@ def table(rows: list[tuple[Cell, dict[str, Any]]]) -> str:
             k = w["classes"].get(c, {})
             row += [_h(k.get("jct_mean_s")), _h(k.get("jct_p99_s")), _h(k.get("queue_mean_s"))]
         gfs = s.get("gfs", {})
-        row += [_f(w["classes"].get("spot", {}).get("eviction_rate")), _f(w["alloc"]["all"]),
+        row += [_f(w["classes"].get("spot", {}).get("eviction_rate")), _f(w["alloc"]),
                 _f(gfs.get("slo_violated_share")), f"{s['sim_wall_s']:.0f}"]  # fmt: skip
         lines.append("| " + " | ".join(row) + " |")
     return "\n".join(lines)
 
 
-def model_table(rows: list[tuple[Cell, dict[str, Any]]]) -> str:
-    """Markdown: GPU allocation rate per GPU model in the window."""
-    models = sorted({m for _, s in rows for m in s["gpu_alloc_rate_by_model"]})
+def _per_model(rows: list[tuple[Cell, dict[str, Any]]], key: str, fmt: Callable[[float | None], str]) -> str:
+    """Markdown: the window's per-GPU-model figures ``key``, one row per run."""
+    models = sorted({m for _, s in rows for m in s["window"][key]})
     lines = ["| run | " + " | ".join(models) + " |", "|" + "---|" * (len(models) + 1)]
     for cell, s in rows:
-        by = s["window"]["alloc"]
-        lines.append(f"| {cell.label} | " + " | ".join(_f(by.get(m)) for m in models) + " |")
+        by = s["window"][key]
+        lines.append(f"| {cell.label} | " + " | ".join(fmt(by.get(m)) for m in models) + " |")
     return "\n".join(lines)
+
+
+def model_table(rows: list[tuple[Cell, dict[str, Any]]]) -> str:
+    """Markdown: GPU allocation rate per GPU model in the window."""
+    return _per_model(rows, "alloc_by_model", _f)
 
 
 def jqt_table(rows: list[tuple[Cell, dict[str, Any]]]) -> str:
     """Markdown: mean spot JQT (hours) per GPU model in the window."""
-    models = sorted({m for _, s in rows for m in s["window"]["spot_jqt_by_model"]})
-    lines = ["| run | " + " | ".join(models) + " |", "|" + "---|" * (len(models) + 1)]
-    for cell, s in rows:
-        by = s["window"]["spot_jqt_by_model"]
-        lines.append(f"| {cell.label} | " + " | ".join(_h(by.get(m)) for m in models) + " |")
-    return "\n".join(lines)
+    return _per_model(rows, "spot_jqt_by_model", _h)
 
 
 def decisions(rows: list[tuple[Cell, dict[str, Any]]]) -> str:

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 from collections import Counter, deque
 
-from schedlab.policies.placers import Alloc, Placer
+from schedlab.policies.placers import Alloc, Placer, worker_size
 from schedlab.policies.spot_fcfs import SpotFCFS
 from schedlab.sim.job import Job
 
@@ -69,8 +69,7 @@ class FGD(SpotFCFS):
             return 1
         if any(job.num_gpus <= g.max_gpus for g in ctx.groups_of(job)):
             return int(job.num_gpus)
-        gpw = job.gpus_per_worker
-        return int(gpw) if gpw == gpw and gpw >= 1 else 1
+        return worker_size(job)
 
     def place(self, ctx, job: Job) -> Alloc | None:
         groups = ctx.groups_of(job)

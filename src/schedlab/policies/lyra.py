@@ -31,7 +31,7 @@ from sortedcontainers import SortedList
 
 from schedlab.cluster.state import ClusterState, Group
 from schedlab.policies.gfs.pts import waste
-from schedlab.policies.placers import Alloc, Placer
+from schedlab.policies.placers import Alloc, Placer, take_workers, worker_size
 from schedlab.policies.spot_fcfs import SPOT, SpotFCFS
 from schedlab.sim.job import Job
 
@@ -78,7 +78,7 @@ class NodeSet:
 
     def room(self, groups: tuple[Group, ...], worker: int, *, idle_only: bool = False) -> int:
         """GPUs that whole workers of ``worker`` GPUs could take on the set's nodes in
-        ``groups`` (only its idle nodes with ``idle_only``): what :func:`_spread` can find."""
+        ``groups`` (only its idle nodes with ``idle_only``): what :meth:`Lyra._spread` can find."""
         total = 0
         for g in groups:
             gid = self.state.node_group[g.nodes[0]]
@@ -121,27 +121,6 @@ class NodeSet:
                 for n in self.buckets[gid][free]]  # fmt: skip
 
 
-def _worker(job: Job) -> int:
-    """GPUs per worker of a multi-node job (1 when any split will do)."""
-    gpw = job.gpus_per_worker
-    return int(gpw) if gpw == gpw and gpw >= 1 else 1
-
-
-def _spread(state: ClusterState, job: Job, nodes: list[int]) -> Alloc | None:
-    """Whole workers of ``job`` from ``nodes`` in order, or None if they cannot hold it."""
-    worker = _worker(job)
-    need = int(job.num_gpus)
-    alloc: Alloc = []
-    for n in nodes:
-        take = min(state.free[n], need) // worker * worker
-        if take:
-            alloc.append((n, take))
-            need -= take
-            if need == 0:
-                return alloc
-    return None
-
-
 class Lyra(SpotFCFS):
     """Spot jobs on loaned idle HP nodes; HP reclaims the loaned nodes of least lost work."""
 
@@ -163,24 +142,28 @@ class Lyra(SpotFCFS):
     def place(self, ctx, job: Job) -> Alloc | None:
         groups = ctx.groups_of(job)
         need = 1 if job.fractional else int(job.num_gpus)
-        single = any(need <= g.max_gpus for g in groups)
+        if not any(need <= g.max_gpus for g in groups):
+            return self._spread(ctx, job, groups, need)
         if job.cls != SPOT:
-            if not single:
-                if self.hp.room(groups, _worker(job)) < need:
-                    return None
-                return _spread(ctx.state, job, self.hp.by_free(groups))
             node = self.hp.best_fit(groups, need)
-        elif not single:
-            worker = _worker(job)
-            if self.loaned.room(groups, worker) + self.hp.room(groups, worker, idle_only=True) < need:
-                return None
-            idle = [n for n in self.hp.by_free(groups) if ctx.state.idle(n)]
-            return _spread(ctx.state, job, self.loaned.by_free(groups) + idle)
         else:
             node = self.loaned.best_fit(groups, need)
             if node is None:
                 node = self.hp.smallest_idle(groups, need)
         return None if node is None else [(node, need)]
+
+    def _spread(self, ctx, job: Job, groups: tuple[Group, ...], need: int) -> Alloc | None:
+        """Whole workers of a job larger than a node: HP on HP nodes, spot on loaned nodes then
+        idle HP nodes, most free GPUs first; the room counts rule out a hopeless scan."""
+        worker = worker_size(job)
+        if job.cls != SPOT:
+            if self.hp.room(groups, worker) < need:
+                return None
+            return take_workers(ctx.state, self.hp.by_free(groups), need, worker)
+        if self.loaned.room(groups, worker) + self.hp.room(groups, worker, idle_only=True) < need:
+            return None
+        idle = [n for n in self.hp.by_free(groups) if ctx.state.idle(n)]
+        return take_workers(ctx.state, self.loaned.by_free(groups) + idle, need, worker)
 
     def started(self, ctx, job: Job) -> None:
         for node, _gids in job.alloc:

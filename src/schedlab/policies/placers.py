@@ -40,7 +40,7 @@ class Placer:
             return [(node, need)]
         if any(need <= g.max_gpus for g in groups) and not self.split_small_jobs:
             return None
-        return self.spread(state, groups, need, _worker_size(job))
+        return self.spread(state, groups, need, worker_size(job))
 
     split_small_jobs = True
 
@@ -67,15 +67,7 @@ class Placer:
     def spread(self, state: ClusterState, groups: tuple[Group, ...], need: int, worker: int) -> Alloc | None:
         if worker_room(groups, worker) * worker < need:
             return None
-        alloc: Alloc = []
-        for node in self.spread_order(state, groups, worker):
-            take = min(state.free[node], need) // worker * worker
-            if take:
-                alloc.append((node, take))
-                need -= take
-                if need == 0:
-                    return alloc
-        return None
+        return take_workers(state, self.spread_order(state, groups, worker), need, worker)
 
     def fraction_node(self, state: ClusterState, groups: tuple[Group, ...], milli: int) -> int | None:
         """A node for a fractional request: the lowest-id partly used node with room, else a
@@ -183,7 +175,22 @@ def worker_room(groups: tuple[Group, ...], worker: int) -> int:
     return sum(len(g.buckets[k]) * (k // worker) for g in groups for k in range(worker, g.max_gpus + 1))
 
 
-def _worker_size(job: Job) -> int:
+def take_workers(state: ClusterState, nodes: Iterable[int], need: int, worker: int) -> Alloc | None:
+    """Whole workers of ``worker`` GPUs from ``nodes`` in order until ``need`` GPUs are
+    taken, or None if the nodes cannot hold them."""
+    alloc: Alloc = []
+    for node in nodes:
+        take = min(state.free[node], need) // worker * worker
+        if take:
+            alloc.append((node, take))
+            need -= take
+            if need == 0:
+                return alloc
+    return None
+
+
+def worker_size(job: Job) -> int:
+    """GPUs per worker of a job that spans nodes (1 when any split will do)."""
     gpw = job.gpus_per_worker
     return int(gpw) if gpw == gpw and gpw >= 1 else 1
 

@@ -384,14 +384,7 @@ class Simulation:
         self._running_or_fail(job, "preempt")
         self._stop_run(job)
         progress = job.work - job.remaining
-        interval = job.ckpt_interval
-        if interval == 0:  # checkpointed continuously
-            periodic = progress
-        elif math.isinf(interval):
-            periodic = 0.0
-        else:
-            periodic = math.floor(progress / interval) * interval
-        saved = min(max(job.saved_progress, periodic), progress)
+        saved = job.checkpointed(progress)
         job.lost_work += progress - saved
         job.remaining = job.work - saved
         job.saved_progress = saved

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 PENDING = 0
 RUNNING = 1
 FINISHED = 2
@@ -88,6 +90,19 @@ class Job:
     @property
     def nodes(self) -> tuple[int, ...]:
         return tuple(node for node, _ in self.alloc)
+
+    def checkpointed(self, progress: float) -> float:
+        """The progress an eviction at ``progress`` would resume from: the later of the last
+        periodic checkpoint (every ``ckpt_interval`` of work; 0 = continuous, inf = never)
+        and the last explicit save (a pause or migration)."""
+        interval = self.ckpt_interval
+        if interval == 0:
+            periodic = progress
+        elif math.isinf(interval):
+            periodic = 0.0
+        else:
+            periodic = math.floor(progress / interval) * interval
+        return min(max(self.saved_progress, periodic), progress)
 
     def __repr__(self) -> str:
         return f"Job({self.id!r}, gpus={self.num_gpus:g}, {STATE_NAMES[self.state]})"

@@ -46,16 +46,11 @@ from collections.abc import Iterable
 
 from schedlab.cluster.state import ClusterState, Group
 from schedlab.policies.gfs.nodes import NodeBook
-from schedlab.policies.placers import BestFit, worker_room
+from schedlab.policies.placers import BestFit, take_workers, worker_room, worker_size
 from schedlab.sim.job import Job
 
 Alloc = list[tuple[int, int]]
 _FRACTIONS = BestFit()
-
-
-def worker_size(job: Job) -> int:
-    gpw = job.gpus_per_worker
-    return int(gpw) if gpw == gpw and gpw >= 1 else 1
 
 
 # ----- non-preemptive placement (Algorithm 2) -------------------------------------------------
@@ -135,21 +130,10 @@ def spread(book: NodeBook, groups: tuple[Group, ...], need: int, worker: int, *,
     state = book.state
     if worker_room(groups, worker) * worker < need:
         return None
-    alloc: Alloc = []
-    for k in range(max(g.max_gpus for g in groups), worker - 1, -1):
-        for g in groups:
-            if k > g.max_gpus:
-                continue
-            for node in g.buckets[k]:
-                if spot and book.blocked(node):
-                    continue
-                take = min(state.free[node], need) // worker * worker
-                if take:
-                    alloc.append((node, take))
-                    need -= take
-                    if need == 0:
-                        return alloc
-    return None
+    nodes = (node for k in range(max(g.max_gpus for g in groups), worker - 1, -1)
+             for g in groups if k <= g.max_gpus
+             for node in g.buckets[k] if not (spot and book.blocked(node)))  # fmt: skip
+    return take_workers(state, nodes, need, worker)
 
 
 # ----- preemption (Algorithm 3) ---------------------------------------------------------------
@@ -158,15 +142,7 @@ def waste(ctx, job: Job) -> float:
     if job.rate <= 0:
         return 0.0
     progress = job.work - ctx.remaining(job)
-    interval = job.ckpt_interval
-    if interval == 0:
-        periodic = progress
-    elif math.isinf(interval):
-        periodic = 0.0
-    else:
-        periodic = math.floor(progress / interval) * interval
-    saved = min(max(job.saved_progress, periodic), progress)
-    return job.num_gpus * max(0.0, progress - saved) / job.rate
+    return job.num_gpus * max(0.0, progress - job.checkpointed(progress)) / job.rate
 
 
 def victims_on(ctx, book: NodeBook, node: int, short: int, *, aware: bool) -> list[Job] | None:

@@ -8,7 +8,7 @@ class SchedlabError(Exception):
 
 
 class InputError(SchedlabError):
-    """Bad input data: names the file, the row (1-based data row) and the field."""
+    """Bad input data: names the file, the row (1-based data row) and the field, on one line."""
 
     def __init__(
         self,
@@ -21,7 +21,7 @@ class InputError(SchedlabError):
         self.file = file
         self.row = row
         self.field = field
-        self.reason = message
+        self.reason = " ".join(message.split())
         where = []
         if file is not None:
             where.append(str(file))
@@ -30,7 +30,7 @@ class InputError(SchedlabError):
         if field is not None:
             where.append(f"field '{field}'")
         prefix = ", ".join(where)
-        super().__init__(f"{prefix}: {message}" if prefix else message)
+        super().__init__(f"{prefix}: {self.reason}" if prefix else self.reason)
 
 
 class ConfigError(SchedlabError):

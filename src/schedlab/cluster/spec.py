@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 from schedlab.errors import ConfigError
@@ -95,11 +96,31 @@ class ClusterSpec:
             n.num_gpus for n in self.nodes if n.pool == pool and (gpu_type == "" or n.gpu_type == gpu_type)
         )
 
+    def unpartitioned(self, tenants: Iterable[str]) -> list[str]:
+        """The ``tenants`` that own no nodes of this partitioned cluster, sorted (none in a shared pool)."""
+        if not self.partitioned:
+            return []
+        return sorted(set(tenants) - set(self.gpus_by_pool()))
+
+    def unpartitioned_message(self, missing: Sequence[str], *, jobs: int, field: str) -> str:
+        """Which tenants (of ``jobs`` jobs, read from ``field``) have no partition here, and the remedies."""
+        return (
+            f"tenant(s) {_few(missing)} ({len(missing)} in all, {jobs:,} jobs; field '{field}') have no partition "
+            f"in cluster '{self.name}' (its partitions: {_few(sorted(self.gpus_by_pool()))}); drop those jobs from "
+            "the trace or rename their tenants to the cluster's, or use a shared-pool cluster such as uniform:NxG"
+        )
+
     def with_sharing(self, max_jobs_per_gpu: int) -> "ClusterSpec":
         """The same cluster where a GPU may hold up to ``max_jobs_per_gpu`` jobs."""
         return ClusterSpec(
             self.name, self.gpu_types, self.nodes, self.tenants, self.partitioned, max_jobs_per_gpu
         )
+
+
+def _few(names: Sequence[str], shown: int = 3) -> str:
+    """Up to ``shown`` names, quoted, and how many more there are."""
+    listed = ", ".join(f"'{n}'" for n in names[:shown])
+    return listed + (f" and {len(names) - shown} more" if len(names) > shown else "")
 
 
 # Relative speeds are rough FP16/FP32 training-throughput ratios to a V100 (ResNet-50-like work);

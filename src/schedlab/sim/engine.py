@@ -131,25 +131,32 @@ class Simulation:
     @staticmethod
     def _check_workload(workload: Workload, cluster: ClusterSpec) -> None:
         jobs = workload.jobs
+        source = workload.source
         check_fits(workload, max_gpus=cluster.total_gpus, gpu_types=set(cluster.gpu_types))
+        missing = cluster.unpartitioned(jobs["tenant"].unique())
+        if missing:
+            lacking = jobs["tenant"].isin(missing).to_numpy()
+            row = jobs["source_row"].iat[workload.first(lacking)]
+            field = workload.fields.get("tenant", "tenant")
+            message = cluster.unpartitioned_message(missing, jobs=int(lacking.sum()), field=field)
+            raise ConfigError(f"{source}: row {row}: {message}")
         need = jobs.groupby(["tenant", "gpu_type"], sort=False)["num_gpus"].max()
         for (tenant, gtype), gpus in need.items():
             cap = cluster.max_job_gpus(tenant, gtype)
             if gpus > cap:
                 mask = (jobs["tenant"] == tenant) & (jobs["gpu_type"] == gtype) & (jobs["num_gpus"] > cap)
-                row = int(np.flatnonzero(mask.to_numpy())[0])
+                i = workload.first(mask.to_numpy())
                 where = f"partition '{tenant}'" if cluster.partitioned else "pool"
                 kind = f" of type {gtype}" if gtype else ""
                 raise ConfigError(
-                    f"{workload.source}: row {row + 1}: job '{jobs['job_id'].iloc[row]}' of tenant '{tenant}' "
-                    f"needs {jobs['num_gpus'].iloc[row]:g} GPUs{kind} but the {where} of cluster "
-                    f"'{cluster.name}' has {cap}"
+                    f"{source}: row {jobs['source_row'].iat[i]}: job '{jobs['job_id'].iat[i]}' of tenant '{tenant}' "
+                    f"needs {jobs['num_gpus'].iat[i]:g} GPUs{kind} but the {where} of cluster '{cluster.name}' has {cap}"
                 )
         gpw = jobs["gpus_per_worker"].to_numpy()
-        bad = np.flatnonzero((gpw < 1) & (jobs["num_gpus"].to_numpy() > gpw))
-        if bad.size:
+        i = workload.first((gpw < 1) & (jobs["num_gpus"].to_numpy() > gpw))
+        if i is not None:
             raise ConfigError(
-                f"{workload.source}: row {int(bad[0]) + 1}: gang jobs with fractional GPUs per worker are not supported"
+                f"{source}: row {jobs['source_row'].iat[i]}: gang jobs with fractional GPUs per worker are not supported"
             )
 
     def _make_job(self, i: int) -> Job:

@@ -21,6 +21,7 @@ sorted by submit time (ties keep the trace's order), plus a little metadata.
 | batch_size | float64 | batch size (NaN when unknown) |
 | final_state | str | completed / cancelled / failed / unknown, as the trace recorded |
 | deadline_s | float64 | absolute deadline in workload seconds (NaN = none) |
+| source_row | int64 | the job's 1-based data row in the source file (errors name it) |
 """
 
 from __future__ import annotations
@@ -60,6 +61,7 @@ COLUMNS = (
     "batch_size",
     "final_state",
     "deadline_s",
+    "source_row",
 )
 REQUIRED = ("job_id", "submit_s", "num_gpus", "duration_s")
 DEFAULTS: dict[str, object] = {
@@ -85,7 +87,7 @@ class Workload:
 
     ``origin`` is the wall-clock time of ``submit_s == 0`` when the trace has real dates
     (used for calendar features); ``skipped`` counts rows a loader deliberately left out,
-    by reason.
+    by reason; ``fields`` maps a canonical column to the source field it was read from.
     """
 
     jobs: pd.DataFrame
@@ -93,9 +95,22 @@ class Workload:
     origin: pd.Timestamp | None = None
     skipped: dict[str, int] = field(default_factory=dict)
     meta: dict[str, object] = field(default_factory=dict)
+    fields: dict[str, str] = field(default_factory=dict)
 
     def __len__(self) -> int:
         return len(self.jobs)
+
+    def first(self, mask: np.ndarray) -> int | None:
+        """The table row, among those where ``mask`` holds, that comes first in the source file."""
+        hits = np.flatnonzero(mask)
+        if not hits.size:
+            return None
+        return int(hits[np.argmin(self.jobs["source_row"].to_numpy()[hits])])
+
+    def error(self, i: int, column: str, message: str) -> InputError:
+        """An :class:`InputError` about the job in table row ``i``, naming its source row and field."""
+        row = int(self.jobs["source_row"].iat[i])
+        return InputError(message, file=self.source, row=row, field=self.fields.get(column, column))
 
     def with_jobs(self, jobs: pd.DataFrame, **meta: object) -> "Workload":
         """A copy with another job table (already canonical), keeping origin and counts."""
@@ -105,22 +120,22 @@ class Workload:
             origin=self.origin,
             skipped=dict(self.skipped),
             meta={**self.meta, **meta},
+            fields=dict(self.fields),
         )
 
 
-def canonical_frame(df: pd.DataFrame, *, source: str, row_numbers: np.ndarray | None = None) -> pd.DataFrame:
+def canonical_frame(df: pd.DataFrame, *, source: str) -> pd.DataFrame:
     """Fill defaults, coerce dtypes, validate every row and sort by submit time.
 
-    ``row_numbers`` maps each row of ``df`` to the row number an error should name
-    (1-based data rows of the source file); by default row i is named i + 1.
-    Raises :class:`InputError` naming ``source``, the row and the field.
+    A missing ``source_row`` column numbers the rows of ``df`` from 1. Raises
+    :class:`InputError` naming ``source``, the source row and the field.
     """
-    rows = np.arange(1, len(df) + 1) if row_numbers is None else np.asarray(row_numbers)
+    rows = _source_rows(df)
     for col in REQUIRED:
         if col not in df.columns:
             raise InputError("required column is missing", file=source, field=col)
-    data: dict[str, np.ndarray] = {}
-    for col in COLUMNS:
+    data: dict[str, np.ndarray] = {"source_row": rows}
+    for col in COLUMNS[:-1]:
         if col not in df.columns:
             kind = np.float64 if col in FLOAT_COLUMNS else object
             data[col] = np.full(len(df), DEFAULTS[col], dtype=kind)
@@ -129,7 +144,7 @@ def canonical_frame(df: pd.DataFrame, *, source: str, row_numbers: np.ndarray | 
         else:
             data[col] = _to_str(df[col].to_numpy(), col, DEFAULTS.get(col, ""))
     # Validate on plain numpy-backed columns (no string-dtype conversion), convert once at the end.
-    validate(pd.DataFrame({c: pd.Series(v, dtype=v.dtype) for c, v in data.items()}), source=source, row_numbers=rows)
+    validate(pd.DataFrame({c: pd.Series(v, dtype=v.dtype) for c, v in data.items()}), source=source)
     submit = data["submit_s"]
     if not np.all(submit[1:] >= submit[:-1]):
         order = np.argsort(submit, kind="stable")
@@ -137,15 +152,15 @@ def canonical_frame(df: pd.DataFrame, *, source: str, row_numbers: np.ndarray | 
     return pd.DataFrame(data, columns=list(COLUMNS))
 
 
-def validate(jobs: pd.DataFrame, *, source: str, row_numbers: np.ndarray | None = None) -> None:
+def validate(jobs: pd.DataFrame, *, source: str) -> None:
     """Check a canonical job table; raise :class:`InputError` at the first bad row."""
-    rows = np.arange(1, len(jobs) + 1) if row_numbers is None else np.asarray(row_numbers)
+    rows = jobs["source_row"].to_numpy()
 
     def fail(mask: np.ndarray, fld: str, message: str) -> None:
         bad = np.flatnonzero(mask)
         if bad.size:
             i = int(bad[0])
-            raise InputError(f"{message} (got {jobs[fld].iloc[i]!r})", file=source, row=int(rows[i]), field=fld)
+            raise InputError(f"{message} (got {shown(jobs[fld].iloc[i])})", file=source, row=int(rows[i]), field=fld)
 
     submit = jobs["submit_s"].to_numpy()
     fail(~np.isfinite(submit), "submit_s", "submit time must be a finite number")
@@ -188,8 +203,24 @@ def _to_float(values: np.ndarray, col: str, source: str, rows: np.ndarray) -> np
         bad = missing[~blank]
         if bad.size:
             i = int(bad[0])
-            raise InputError(f"not a number: {values[i]!r}", file=source, row=int(rows[i]), field=col)
+            raise InputError(f"not a number: {shown(values[i])}", file=source, row=int(rows[i]), field=col)
     return parsed
+
+
+def _source_rows(df: pd.DataFrame) -> np.ndarray:
+    if "source_row" not in df.columns:
+        return np.arange(1, len(df) + 1, dtype=np.int64)
+    return df["source_row"].to_numpy(dtype=np.int64)
+
+
+def shown(value: object) -> str:
+    """A value as a user would write it: numbers plain (``-600``, not ``np.float64(-600.0)``), text quoted."""
+    if isinstance(value, str):
+        return repr(str(value))
+    if isinstance(value, (float, np.floating)):
+        text = repr(float(value))
+        return text.removesuffix(".0")
+    return str(value)
 
 
 def _to_str(values: np.ndarray, col: str, default: object) -> np.ndarray:
@@ -198,28 +229,15 @@ def _to_str(values: np.ndarray, col: str, default: object) -> np.ndarray:
     return s.astype(str).to_numpy(dtype=object)
 
 
-def check_fits(workload: Workload, *, max_gpus: float, gpu_types: set[str], source: str | None = None) -> None:
+def check_fits(workload: Workload, *, max_gpus: float, gpu_types: set[str]) -> None:
     """Raise if a job can never run on a cluster: more GPUs than it has, or an unknown GPU type."""
     jobs = workload.jobs
-    src = source or workload.source
     gpus = jobs["num_gpus"].to_numpy()
-    bad = np.flatnonzero(gpus > max_gpus)
-    if bad.size:
-        i = int(bad[0])
-        raise InputError(
-            f"job '{jobs['job_id'].iloc[i]}' asks for {gpus[i]:g} GPUs but the cluster can give at most {max_gpus:g}",
-            file=src,
-            row=i + 1,
-            field="num_gpus",
-        )
-    types = jobs["gpu_type"].to_numpy()
-    known = np.array([t == "" or t in gpu_types for t in types], dtype=bool) if len(types) else np.array([], bool)
-    bad = np.flatnonzero(~known)
-    if bad.size:
-        i = int(bad[0])
-        raise InputError(
-            f"unknown GPU type {types[i]!r}; the cluster has {sorted(gpu_types)}",
-            file=src,
-            row=i + 1,
-            field="gpu_type",
-        )
+    i = workload.first(gpus > max_gpus)
+    if i is not None:
+        message = f"job '{jobs['job_id'].iat[i]}' asks for {gpus[i]:g} GPUs but the cluster can give at most {max_gpus:g}"
+        raise workload.error(i, "num_gpus", message)
+    types = jobs["gpu_type"]
+    i = workload.first(((types != "") & ~types.isin(gpu_types)).to_numpy())
+    if i is not None:
+        raise workload.error(i, "gpu_type", f"unknown GPU type {shown(types.iat[i])}; the cluster has {sorted(gpu_types)}")

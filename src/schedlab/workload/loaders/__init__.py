@@ -81,7 +81,12 @@ def load_trace(path: str | Path, fmt: str, **options: Any) -> Workload:
     path = Path(path)
     if not path.exists():
         raise InputError("file not found", file=str(path))
-    return info.function(path, **options)
+    if path.is_dir() and fmt != "pai":
+        raise InputError(f"is a directory; format {fmt!r} reads a file", file=str(path))
+    try:
+        return info.function(path, **options)
+    except OSError as err:
+        raise InputError(f"cannot read: {err.strerror or err}", file=str(err.filename or path)) from None
 
 
 __all__ = ["LOADERS", "LoaderInfo", "load_trace"]

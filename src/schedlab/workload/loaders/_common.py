@@ -14,7 +14,7 @@ import pandas as pd
 import pyarrow as pa
 
 from schedlab.errors import InputError
-from schedlab.workload.schema import Workload, canonical_frame
+from schedlab.workload.schema import Workload, canonical_frame, shown
 
 # Columns holding absolute workload times; they move together when submit times are shifted to 0.
 _ABSOLUTE_TIME_COLUMNS = ("submit_s", "deadline_s")
@@ -49,22 +49,68 @@ def read_csv(
 
 def header(path: Path) -> list[str]:
     """The column names of a CSV file, as written."""
+    _check_not_empty(path)
     try:
         return [str(c) for c in pd.read_csv(path, nrows=0).columns]
-    except (pd.errors.EmptyDataError, pd.errors.ParserError, UnicodeDecodeError) as err:
+    except UnicodeDecodeError:
+        raise InputError("the header line is not UTF-8 text", file=str(path)) from None
+    except ValueError as err:  # pandas' EmptyDataError and ParserError
         raise InputError(f"not a readable CSV file: {err}", file=str(path)) from None
 
 
 def _read(path: Path, usecols: list[str] | None = None, **options: object) -> pd.DataFrame:
     """Read with the pyarrow engine; on a parse error re-read with the C engine, whose errors name the line."""
+    _check_not_empty(path)
     try:
-        return pd.read_csv(path, engine="pyarrow", usecols=usecols, **options)
+        frame = pd.read_csv(path, engine="pyarrow", usecols=usecols, **options)
     except (pa.ArrowInvalid, ValueError):
+        frame = _read_c(path, **options)
+        frame = frame if usecols is None else frame[usecols]
+    _check_text(frame, source=str(path))
+    return frame
+
+
+def _check_not_empty(path: Path) -> None:
+    if path.stat().st_size == 0:
+        raise InputError("not a readable CSV file: the file is empty", file=str(path))
+
+
+def _read_c(path: Path, **options: object) -> pd.DataFrame:
+    """Read with the C engine; bytes that are not UTF-8 become surrogates for :func:`_check_text` to find."""
+    try:
         try:
-            frame = pd.read_csv(path, engine="c", **options)
-        except (ValueError, UnicodeDecodeError) as err:
-            raise InputError(f"not a readable CSV file: {err}", file=str(path)) from None
-        return frame if usecols is None else frame[usecols]
+            return pd.read_csv(path, engine="c", **options)
+        except UnicodeDecodeError:
+            return pd.read_csv(path, engine="c", dtype=object, encoding_errors="surrogateescape", **options)
+    except ValueError as err:  # pandas' EmptyDataError and ParserError
+        raise InputError(f"not a readable CSV file: {err}", file=str(path)) from None
+
+
+def _check_text(frame: pd.DataFrame, *, source: str) -> None:
+    """Raise at the first cell that is not UTF-8 text (pyarrow reads such a column as bytes)."""
+    first: tuple[int, str] | None = None
+    for col in frame.columns:
+        if frame[col].dtype == object:
+            bad = np.flatnonzero(per_value(frame[col], _not_utf8).astype(bool))
+            if bad.size and (first is None or bad[0] < first[0]):
+                first = (int(bad[0]), str(col))
+    if first is not None:
+        i, col = first
+        value = frame[col].iloc[i]
+        if isinstance(value, str):
+            value = value.encode("utf-8", "surrogateescape")
+        raise InputError(f"not UTF-8 text: {value!r}", file=source, row=i + 1, field=col.strip())
+
+
+def _not_utf8(value: object) -> bool:
+    try:
+        if isinstance(value, bytes):
+            value.decode("utf-8")
+        elif isinstance(value, str):
+            value.encode("utf-8")
+    except UnicodeError:
+        return True
+    return False
 
 
 def numbers(values: pd.Series, *, source: str, rows: np.ndarray, field: str) -> np.ndarray:
@@ -154,7 +200,7 @@ def finish(
     ``jobs`` holds canonical columns (absolute times in seconds after ``origin``); ``fields`` maps
     canonical column names to the source fields an error should name instead.
     """
-    jobs = jobs.copy()
+    jobs = jobs.assign(source_row=rows)
     submit = pd.to_numeric(jobs["submit_s"], errors="coerce").to_numpy(dtype=np.float64)
     finite = submit[np.isfinite(submit)]
     shift = float(finite.min()) if finite.size else 0.0
@@ -164,11 +210,18 @@ def finish(
     if origin is not None:
         origin = origin + pd.Timedelta(seconds=shift)
     try:
-        table = canonical_frame(jobs, source=source, row_numbers=rows)
+        table = canonical_frame(jobs, source=source)
     except InputError as err:
         names = dict(fields or {})
         raise InputError(err.reason, file=err.file, row=err.row, field=names.get(err.field, err.field)) from None
-    return Workload(jobs=table, source=source, origin=origin, skipped=dict(skipped or {}), meta=dict(meta or {}))
+    return Workload(
+        jobs=table,
+        source=source,
+        origin=origin,
+        skipped=dict(skipped or {}),
+        meta=dict(meta or {}),
+        fields=dict(fields or {}),
+    )
 
 
 def _fail_unparsable(
@@ -177,4 +230,4 @@ def _fail_unparsable(
     bad = np.flatnonzero(failed & ~blank(values))
     if bad.size:
         i = int(bad[0])
-        raise InputError(f"not {what}: {values.iloc[i]!r}", file=source, row=int(rows[i]), field=field)
+        raise InputError(f"not {what}: {shown(values.iloc[i])}", file=source, row=int(rows[i]), field=field)

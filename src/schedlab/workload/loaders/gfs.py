@@ -70,9 +70,12 @@ def load_gfs(path: Path) -> Workload:
         fields={
             "job_id": "job_name",
             "submit_s": "submit_time",
+            "tenant": "organization",
             "num_gpus": "worker_num",
             "gpus_per_worker": "gpu_request",
+            "gpu_type": "gpu_model",
             "duration_s": "duration",
+            "priority_class": "job_type",
             "num_cpus": "cpu_request",
         },
     )

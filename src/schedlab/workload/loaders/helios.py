@@ -74,5 +74,12 @@ def load_helios(path: Path) -> Workload:
         rows=rows,
         origin=origin,
         skipped=skipped,
-        fields={"submit_s": "submit_time", "num_gpus": "gpu_num", "duration_s": "duration", "num_cpus": "cpu_num"},
+        fields={
+            "submit_s": "submit_time",
+            "tenant": "vc",
+            "num_gpus": "gpu_num",
+            "duration_s": "duration",
+            "num_cpus": "cpu_num",
+            "final_state": "state",
+        },
     )

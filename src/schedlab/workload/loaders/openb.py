@@ -85,8 +85,11 @@ def load_openb(path: Path) -> Workload:
             "submit_s": "creation_time",
             "num_gpus": "gpu_milli",
             "gpus_per_worker": "gpu_milli",
+            "gpu_type": "gpu_spec",
             "duration_s": "deletion_time",
+            "priority_class": "qos",
             "num_cpus": "cpu_milli",
+            "final_state": "pod_phase",
         },
     )
 

@@ -103,10 +103,12 @@ def load_pai(path: Path, *, task_table: str | Path | None = None) -> Workload:
         skipped=skipped,
         meta=meta,
         fields={
+            "job_id": "job_name",
             "submit_s": "start_time",
             "duration_s": "end_time",
             "num_gpus": "plan_gpu",
             "gpus_per_worker": "plan_gpu",
+            "final_state": "status",
         },
     )
 

@@ -54,11 +54,12 @@ def load_philly(path: Path) -> Workload:
 def load_philly_json(path: Path) -> Workload:
     """Load the Philly ``cluster_job_log`` JSON (one row per job; row N = the N-th job of the list)."""
     source = str(path)
-    with open(path, encoding="utf-8") as fh:
-        try:
-            records = json.load(fh)
-        except json.JSONDecodeError as err:
-            raise InputError(f"not valid JSON: {err}", file=source) from None
+    # Bytes that are not UTF-8 become surrogates, reported with the job and field that hold them.
+    text = path.read_bytes().decode("utf-8", "surrogateescape")
+    try:
+        records = json.loads(text)
+    except json.JSONDecodeError as err:
+        raise InputError(f"not valid JSON: {err}", file=source) from None
     if not isinstance(records, list):
         raise InputError("expected a JSON list of jobs", file=source)
     flat = [_flatten(job, source=source, row=i + 1) for i, job in enumerate(records)]
@@ -101,7 +102,14 @@ def load_philly_json(path: Path) -> Workload:
         origin=origin,
         skipped=skipped,
         meta={"gpu_count_changed": int(raw["changed"].sum())},
-        fields={"job_id": "jobid", "submit_s": "submitted_time", "duration_s": "attempts", "final_state": "status"},
+        fields={
+            "job_id": "jobid",
+            "submit_s": "submitted_time",
+            "tenant": "vc",
+            "num_gpus": "gpus",
+            "duration_s": "attempts",
+            "final_state": "status",
+        },
     )
 
 
@@ -114,23 +122,70 @@ def _looks_like_json(path: Path) -> bool:
 def _flatten(job: Any, *, source: str, row: int) -> dict[str, Any]:
     """One job's fields, earliest attempt start, last attempt end and GPU count."""
     if not isinstance(job, dict):
-        raise InputError("a job must be a JSON object", file=source, row=row)
-    attempts = job.get("attempts") or []
-    if not isinstance(attempts, list) or not all(isinstance(a, dict) for a in attempts):
-        raise InputError("attempts must be a list of objects", file=source, row=row, field="attempts")
-    starts = [str(a["start_time"]) for a in attempts if a.get("start_time")]
-    counts = [sum(len(d.get("gpus") or []) for d in (a.get("detail") or [])) for a in attempts]
+        raise InputError(f"a job must be a JSON object (got {_brief(job)})", file=source, row=row)
+
+    def get(record: dict[str, Any], key: str, kind: type) -> Any:
+        """``record[key]`` when it is missing, null or of ``kind`` (text: any scalar, as a string)."""
+        value = record.get(key)
+        if value is None:
+            return None
+        if kind is str and isinstance(value, (str, int, float)):
+            value = str(value)
+            if not _is_utf8(value):
+                raise InputError(f"not UTF-8 text: {_raw(value)!r}", file=source, row=row, field=key)
+            return value
+        if not isinstance(value, kind) or (kind is list and not all(isinstance(v, dict) for v in value)):
+            want = "a list of objects" if kind is list else "text"
+            raise InputError(f"must be {want} (got {_brief(value)})", file=source, row=row, field=key)
+        return value
+
+    attempts = get(job, "attempts", list) or []
+    starts = [s for s in (get(a, "start_time", str) for a in attempts) if s]
+    counts = [sum(len(_gpus(d, source=source, row=row)) for d in get(a, "detail", list) or []) for a in attempts]
     used = [c for c in counts if c > 0]
     return {
-        "jobid": job.get("jobid"),
-        "user": job.get("user"),
-        "vc": job.get("vc"),
-        "status": job.get("status"),
-        "submitted": job.get("submitted_time"),
+        "jobid": get(job, "jobid", str),
+        "user": get(job, "user", str),
+        "vc": get(job, "vc", str),
+        "status": get(job, "status", str),
+        "submitted": get(job, "submitted_time", str),
         "start": min(starts) if starts else None,  # "YYYY-MM-DD HH:MM:SS" sorts in time order
-        "end": (attempts[-1].get("end_time") or None) if attempts else None,
+        "end": (get(attempts[-1], "end_time", str) or None) if attempts else None,
         "gpus": float(used[-1]) if used else 0.0,
         "attempts": len(attempts),
         "changed": len(set(used)) > 1,
     }
 
+
+def _gpus(detail: dict[str, Any], *, source: str, row: int) -> list[Any]:
+    """The GPUs a detail entry lists (none when missing or null)."""
+    gpus = detail.get("gpus")
+    if gpus is None:
+        return []
+    if not isinstance(gpus, list):
+        raise InputError(f"must be a list of GPUs (got {_brief(gpus)})", file=source, row=row, field="gpus")
+    return gpus
+
+
+def _brief(value: Any) -> str:
+    """A JSON value as written, cut to 40 characters."""
+    text = json.dumps(value, ensure_ascii=False)
+    if not _is_utf8(text):
+        text = json.dumps(value)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+def _is_utf8(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def _raw(text: str) -> bytes:
+    """The bytes behind text decoded with ``surrogateescape``."""
+    try:
+        return text.encode("utf-8", "surrogateescape")
+    except UnicodeEncodeError:
+        return text.encode("utf-8", "backslashreplace")

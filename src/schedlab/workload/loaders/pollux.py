@@ -36,5 +36,5 @@ def load_pollux_philly(path: Path) -> Workload:
     )
     if "cluster" in raw.columns:
         jobs["tenant"] = raw["cluster"]
-    fields = {"submit_s": "timestamp", "duration_s": "duration"}
+    fields = {"submit_s": "timestamp", "tenant": "cluster", "duration_s": "duration"}
     return finish(jobs, source=source, rows=rows, origin=origin, skipped=skipped, fields=fields)

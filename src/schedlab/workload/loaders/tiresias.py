@@ -54,6 +54,7 @@ def load_tiresias(path: Path) -> Workload:
         skipped=skipped,
         fields={
             "submit_s": "submit_time",
+            "tenant": "user",
             "num_gpus": "num_gpu",
             "duration_s": "duration",
             "deadline_s": "expect_time_list",

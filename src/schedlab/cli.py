@@ -3,17 +3,19 @@
 from __future__ import annotations
 
 import os
+import subprocess
 import sys
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
 from rich.columns import Columns
 from rich.console import Console
-from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 from rich.table import Table
 
-from schedlab.errors import ConfigError, SchedlabError
+from schedlab.errors import ConfigError
+from schedlab.terminal import BoundaryGroup, RunBars, error_line
 
 app = typer.Typer(
     help=(
@@ -26,6 +28,7 @@ app = typer.Typer(
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
+    cls=BoundaryGroup,
 )
 traces_app = typer.Typer(help="List trace formats and synthetic profiles; inspect a trace file.", no_args_is_help=True)
 app.add_typer(traces_app, name="traces")
@@ -36,33 +39,36 @@ TraceOpt = Annotated[Optional[Path], typer.Option("--trace", help="Trace file (o
 FormatOpt = Annotated[Optional[str], typer.Option("--format", "-f", help="Trace format: see `schedlab traces list`.")]
 SyntheticOpt = Annotated[Optional[str], typer.Option("--synthetic", help="Synthetic profile: venus, philly, gfs, simple.")]
 JobsOpt = Annotated[int, typer.Option("--jobs", "-n", min=1, help="Number of synthetic jobs.")]
-LoadOpt = Annotated[Optional[float], typer.Option("--load", help="Offered load of a synthetic trace (default: profile's).")]
+LoadOpt = Annotated[Optional[float], typer.Option("--load", min=0.01, help="Offered load of a synthetic trace (default: profile's).")]
 ClusterOpt = Annotated[Optional[str], typer.Option("--cluster", "-c", help="Preset (see `schedlab clusters`), uniform:NxG, helios:PATH\\[@DATE], gfs:PATH. Default for synthetic traces: the profile's cluster.")]
 PlacerOpt = Annotated[Optional[str], typer.Option("--placer", help="consolidate, best-fit, first-fit or random (default: the policy's).")]
-SeedOpt = Annotated[int, typer.Option("--seed", help="Seed for the synthetic trace, sampling and random placement.")]
 WindowOpt = Annotated[Optional[str], typer.Option("--window", help="Keep jobs submitted in START:END hours from the trace start.")]
 SampleOpt = Annotated[Optional[int], typer.Option("--sample", min=1, help="Keep a random sample of N jobs.")]
 ArrivalOpt = Annotated[Optional[float], typer.Option("--arrival-scale", min=0.01, help="Load x K: compress inter-arrival gaps by K.")]
 MapOpt = Annotated[Optional[list[str]], typer.Option("--map", help="For --format csv: CANONICAL=SOURCE column mapping, e.g. --map submit_s=submitted --map duration_s=runtime (repeat).")]
 TimeUnitOpt = Annotated[Optional[str], typer.Option("--time-unit", help="For --format csv: unit of submit and duration columns (s, ms, min, h).")]
+SkipCpuOpt = Annotated[bool, typer.Option("--skip-cpu-jobs", help="For --format csv: skip rows that ask for 0 GPUs instead of failing on them.")]
 TrainUntilOpt = Annotated[Optional[float], typer.Option("--train-until", min=0, help="Train/test split at HOURS from the trace start: jobs finished before it are history for predictors (qssf); only jobs submitted from it on are simulated.")]
-HorizonOpt = Annotated[Optional[float], typer.Option("--horizon", help="Stop at this simulated time (hours); unfinished jobs are reported.")]
-RestoreOpt = Annotated[float, typer.Option("--restore-s", help="Seconds to restore a stopped job from its checkpoint.")]
-CkptOpt = Annotated[float, typer.Option("--checkpoint-s", help="Seconds to save a checkpoint on pause or migration.")]
+HorizonOpt = Annotated[Optional[float], typer.Option("--horizon", min=0.001, help="Stop at this simulated time (hours); unfinished jobs are reported.")]
+RestoreOpt = Annotated[float, typer.Option("--restore-s", min=0, help="Seconds to restore a stopped job from its checkpoint.")]
+CkptOpt = Annotated[float, typer.Option("--checkpoint-s", min=0, help="Seconds to save a checkpoint on pause or migration.")]
 SpotScaleOpt = Annotated[Optional[float], typer.Option("--spot-scale", min=0.01, help="With --synthetic gfs: multiply the number of spot jobs by K (1, 2, 4 = low, medium, high spot load).")]
-CkptEveryOpt = Annotated[float, typer.Option("--checkpoint-interval-s", help="Periodic checkpoint interval (work seconds); an eviction loses work since the last one.")]
+CkptEveryOpt = Annotated[float, typer.Option("--checkpoint-interval-s", min=0.001, help="Periodic checkpoint interval (work seconds); an eviction loses work since the last one.")]
+ForceOpt = Annotated[bool, typer.Option("--force", help="Replace the run already in --out (its old files are removed).")]
+ProgressOpt = Annotated[bool, typer.Option(help="Show progress bars (only when stderr is a terminal).")]
 
 
+def _seed_opt(what: str):
+    return Annotated[int, typer.Option("--seed", help=f"Seed for {what}.")]
+
+
+SimSeedOpt = _seed_opt("the synthetic trace, sampling and random placement")
 TABLE_COLUMNS = ("policy", "finished", "jct_mean_s", "jct_p50_s", "jct_p99_s", "queue_mean_s", "makespan_s",
                  "gpu_alloc_rate", "preemptions", "sim_wall_s")  # fmt: skip
 
 
-def _fail(exc: Exception) -> None:
-    err_console.print(f"[bold red]error:[/] {exc}", highlight=False, soft_wrap=True)
-    raise typer.Exit(code=2)
-
-
-def _workload_spec(trace, fmt, synthetic, jobs, seed, load, window, sample, arrival_scale, mapping, time_unit):
+def _workload_spec(trace, fmt, synthetic, jobs, seed, load, window, sample, arrival_scale, mapping, time_unit,
+                   skip_cpu_jobs=False):  # fmt: skip
     from schedlab.experiments.run import WorkloadSpec, parse_window
 
     options: dict = {}
@@ -73,6 +79,8 @@ def _workload_spec(trace, fmt, synthetic, jobs, seed, load, window, sample, arri
         options["columns"] = {a: b for a, _, b in pairs}
     if time_unit:
         options["time_unit"] = time_unit
+    if skip_cpu_jobs:
+        options["skip_cpu_jobs"] = True
     return WorkloadSpec(
         trace=str(trace) if trace is not None else None, fmt=fmt, synthetic=synthetic, jobs=jobs, seed=seed,
         load=load, window_s=parse_window(window), sample=sample, arrival_scale=arrival_scale, options=options,
@@ -106,9 +114,49 @@ def _config(horizon: float | None, restore_s: float, checkpoint_s: float, interv
     )  # fmt: skip
 
 
+def _invocation(ctx: typer.Context) -> list[str]:
+    """The command as it ran, every option resolved (``--force`` left out): what ``rerun`` repeats."""
+    args = ctx.command_path.split()[1:]
+    for param in ctx.command.params:
+        value = ctx.params.get(param.name)
+        if value is None or param.name == "force":
+            continue
+        if param.param_type_name == "argument":
+            args.append(str(value))
+            continue
+        flag = next(o for o in param.opts if o.startswith("--"))
+        if param.is_flag:
+            if value or param.secondary_opts:
+                args.append(flag if value else param.secondary_opts[0])
+            continue
+        for item in value if param.multiple else [value]:
+            args += [flag, str(item)]
+    return args
+
+
+@contextmanager
+def _run_dir(ctx: typer.Context, out: Path, force: bool, settings=None):
+    """Stage a run directory beside ``out``; on success write its ``run.json`` and move it into place."""
+    from schedlab.experiments.manifest import write_manifest
+    from schedlab.experiments.outdir import staged
+
+    with staged(out, force=force) as stage:
+        yield stage
+        write_manifest(stage, argv=_invocation(ctx), cwd=Path.cwd(), out=out.absolute(), settings=settings)
+
+
+def _run_line(summary: dict) -> str:
+    from schedlab.metrics.tables import format_value
+
+    keys = ("jct_mean_s", "queue_mean_s", "gpu_alloc_rate", "preemptions", "sim_wall_s")
+    labels = ("JCT mean", "queueing mean", "GPU allocation", "preemptions", "wall")
+    return " · ".join(f"{label} {format_value(key, summary.get(key))}" for key, label in zip(keys, labels))
+
+
 @app.command()
 def simulate(
-    out: Annotated[Path, typer.Option("--out", "-o", help="Output directory.")],
+    ctx: typer.Context,
+    out: Annotated[Path, typer.Option("--out", "-o", help="Output directory (refused if a run is there, unless --force).")],
     policy: Annotated[str, typer.Option("--policy", "-p", help="Scheduler: see `schedlab policies`.")] = "fifo",
     trace: TraceOpt = None,
     fmt: FormatOpt = None,
@@ -117,23 +165,27 @@ def simulate(
     load: LoadOpt = None,
     cluster: ClusterOpt = None,
     placer: PlacerOpt = None,
-    seed: SeedOpt = 0,
+    seed: SimSeedOpt = 0,
     window: WindowOpt = None,
     sample: SampleOpt = None,
     arrival_scale: ArrivalOpt = None,
     mapping: MapOpt = None,
     time_unit: TimeUnitOpt = None,
+    skip_cpu_jobs: SkipCpuOpt = False,
     train_until: TrainUntilOpt = None,
     horizon: HorizonOpt = None,
     restore_s: RestoreOpt = 30.0,
     checkpoint_s: CkptOpt = 10.0,
     checkpoint_interval_s: CkptEveryOpt = 1800.0,
     spot_scale: SpotScaleOpt = None,
-    progress: Annotated[bool, typer.Option(help="Show a progress bar.")] = True,
+    force: ForceOpt = False,
+    progress: ProgressOpt = True,
     ces: Annotated[bool, typer.Option("--ces", help="Wrap the policy in the Helios CES energy service; also run vanilla DRS (summary blocks ces, vanilla_drs; ces_nodes.png).")] = False,
     ces_buffer: Annotated[int, typer.Option("--ces-buffer", min=0, help="CES buffer nodes kept on beyond demand.")] = 5,
 ) -> None:
-    """Run one policy over one workload and write jobs.parquet, timeseries.parquet, summary.json.
+    """Run one policy over one workload and write jobs.parquet, timeseries.parquet, summary.json, run.json.
+
+    The results appear in --out only when the run is complete; `schedlab rerun DIR` repeats it.
 
     Examples:
 
@@ -142,30 +194,31 @@ def simulate(
       schedlab simulate --trace ../shared/data/chronus/trace_job_Philly_MIX2.csv --format philly
       --cluster uniform:100x8 --policy tiresias --out runs/tiresias
     """
+    from schedlab.experiments.outdir import check_out
     from schedlab.experiments.run import RunSpec, check_names, simulate_run
     from schedlab.metrics.tables import breakdown_table, summary_table
 
-    try:
-        check_names([policy], synthetic)
-        wspec = _workload_spec(trace, fmt, synthetic, jobs, seed, load, window, sample, arrival_scale, mapping, time_unit)
-        wspec = _spot_scale(wspec, spot_scale)
-        spec = RunSpec(
-            _split(wspec, train_until), cluster, policy, placer, seed,
-            _config(horizon, restore_s, checkpoint_s, checkpoint_interval_s),
-        )  # fmt: skip
-        with _progress(progress, f"{policy}") as tick:
-            if ces:
-                from dataclasses import replace
+    check_out(out, force=force)
+    check_names([policy], synthetic)
+    wspec = _workload_spec(trace, fmt, synthetic, jobs, seed, load, window, sample, arrival_scale, mapping, time_unit,
+                           skip_cpu_jobs)  # fmt: skip
+    wspec = _spot_scale(wspec, spot_scale)
+    spec = RunSpec(
+        _split(wspec, train_until), cluster, policy, placer, seed,
+        _config(horizon, restore_s, checkpoint_s, checkpoint_interval_s),
+    )  # fmt: skip
+    spec.cluster_name()
+    with _run_dir(ctx, out, force, settings=spec) as stage, RunBars([policy], enabled=progress) as bars:
+        if ces:
+            from dataclasses import replace
 
-                from schedlab.energy.ces import CESConfig
-                from schedlab.energy.sim import simulate_with_ces
+            from schedlab.energy.ces import CESConfig
+            from schedlab.energy.sim import simulate_with_ces
 
-                ces_spec = replace(spec, ces=CESConfig(buffer_nodes=ces_buffer, boot_s=spec.config.boot_s))
-                summary = simulate_with_ces(ces_spec, out, progress=tick)
-            else:
-                summary = simulate_run(spec, out, progress=tick)
-    except SchedlabError as exc:
-        _fail(exc)
+            ces_spec = replace(spec, ces=CESConfig(buffer_nodes=ces_buffer, boot_s=spec.config.boot_s))
+            summary = simulate_with_ces(ces_spec, stage, progress=bars.tick())
+        else:
+            summary = simulate_run(spec, stage, progress=bars.tick())
     console.print(summary_table(summary))
     console.print(Columns([breakdown_table(summary, "sizes", title="by job size (GPUs)"),
                            breakdown_table(summary, "tenants", title="by tenant")]))  # fmt: skip
@@ -174,7 +227,8 @@ def simulate(
 
 @app.command()
 def compare(
-    out: Annotated[Path, typer.Option("--out", "-o", help="Output directory (one subfolder per policy).")],
+    ctx: typer.Context,
+    out: Annotated[Path, typer.Option("--out", "-o", help="Output directory, one subfolder per policy (refused if a run is there, unless --force).")],
     policy: Annotated[list[str], typer.Option("--policy", "-p", help="A policy; repeat for several.")],
     trace: TraceOpt = None,
     fmt: FormatOpt = None,
@@ -183,12 +237,13 @@ def compare(
     load: LoadOpt = None,
     cluster: ClusterOpt = None,
     placer: PlacerOpt = None,
-    seed: SeedOpt = 0,
+    seed: SimSeedOpt = 0,
     window: WindowOpt = None,
     sample: SampleOpt = None,
     arrival_scale: ArrivalOpt = None,
     mapping: MapOpt = None,
     time_unit: TimeUnitOpt = None,
+    skip_cpu_jobs: SkipCpuOpt = False,
     train_until: TrainUntilOpt = None,
     horizon: HorizonOpt = None,
     restore_s: RestoreOpt = 30.0,
@@ -196,65 +251,124 @@ def compare(
     checkpoint_interval_s: CkptEveryOpt = 1800.0,
     spot_scale: SpotScaleOpt = None,
     processes: Annotated[int, typer.Option("--processes", "-j", min=0, help="Worker processes (default: cores).")] = 0,
+    force: ForceOpt = False,
+    progress: ProgressOpt = True,
 ) -> None:
     """Run several policies on the same workload and cluster, in parallel processes.
 
-    Writes DIR/<policy>/summary.json (and tables) for each policy and DIR/comparison.csv.
+    Shows one progress bar per policy and a line for each as it finishes, then the comparison.
+    Writes DIR/<policy>/ (as simulate does), DIR/comparison.csv and DIR/run.json.
 
     Example:
 
       schedlab compare --synthetic philly --jobs 20000 -p fifo -p sjf -p srtf -p tiresias --out runs/cmp
     """
+    from schedlab.experiments.outdir import check_out
     from schedlab.experiments.run import RunSpec, check_names, compare_runs
     from schedlab.metrics import comparison_frame, comparison_table
 
-    try:
-        if len(set(policy)) != len(policy):
-            raise ConfigError("each --policy may be given once")
-        check_names(policy, synthetic)
-        wspec = _split(_workload_spec(trace, fmt, synthetic, jobs, seed, load, window, sample, arrival_scale,
-                                      mapping, time_unit), train_until)  # fmt: skip
-        wspec = _spot_scale(wspec, spot_scale)
-        config = _config(horizon, restore_s, checkpoint_s, checkpoint_interval_s)
-        specs = [RunSpec(wspec, cluster, p, placer, seed, config) for p in policy]
-        specs[0].cluster_name()
-        with console.status(f"running {len(specs)} policies ..."):
-            summaries = compare_runs(specs, out, processes=processes or os.cpu_count() or 1)
-    except SchedlabError as exc:
-        _fail(exc)
-    frame = comparison_frame(summaries)
-    frame.to_csv(out / "comparison.csv", index=False)
+    check_out(out, force=force)
+    if len(set(policy)) != len(policy):
+        raise ConfigError("each --policy may be given once")
+    check_names(policy, synthetic)
+    wspec = _split(_workload_spec(trace, fmt, synthetic, jobs, seed, load, window, sample, arrival_scale,
+                                  mapping, time_unit, skip_cpu_jobs), train_until)  # fmt: skip
+    wspec = _spot_scale(wspec, spot_scale)
+    config = _config(horizon, restore_s, checkpoint_s, checkpoint_interval_s)
+    specs = [RunSpec(wspec, cluster, p, placer, seed, config) for p in policy]
+    specs[0].cluster_name()
+    with _run_dir(ctx, out, force, settings=specs) as stage, RunBars(policy, enabled=progress) as bars:
+        summaries = compare_runs(specs, stage, processes=processes or os.cpu_count() or 1,
+                                 on_progress=bars.update, on_done=lambda i, s: bars.done(i, _run_line(s)))  # fmt: skip
+        frame = comparison_frame(summaries)
+        frame.to_csv(stage / "comparison.csv", index=False)
     shown = [c for c in TABLE_COLUMNS if c in frame.columns]
     console.print(comparison_table(frame[shown]))
     console.print(f"results in [bold]{out}[/]  (draw plots: schedlab report {out})")
 
 
 @app.command()
+def rerun(
+    run_dir: Annotated[Path, typer.Argument(help="A run directory with a run.json (simulate, compare, characterize, ces, forecast).")],
+    out: Annotated[Optional[Path], typer.Option("--out", "-o", help="Where the repeat goes (default: RUN_DIR-rerun).")] = None,
+    force: ForceOpt = False,
+) -> None:
+    """Repeat a run from its run.json and check that its tables come out byte for byte the same.
+
+    Fails (exit 2) when an input file changed since the run; exits 1 when an output differs.
+
+    Example:
+
+      schedlab rerun runs/quickstart
+    """
+    from schedlab.experiments.manifest import changed_inputs, compare_outputs, read_manifest
+    from schedlab.experiments.outdir import check_out
+
+    manifest = read_manifest(run_dir)
+    changed = changed_inputs(manifest)
+    if changed:
+        raise ConfigError(f"{run_dir}: input changed or missing since the run: {', '.join(changed)}")
+    cwd = Path(manifest["cwd"])
+    if not cwd.is_dir():
+        raise ConfigError(f"{run_dir}: the run's working directory {cwd} no longer exists")
+    target = check_out(out or run_dir.with_name(run_dir.name + "-rerun"), force=force, option="--out")
+    command = list(manifest["command"])
+    command[command.index("--out") + 1] = str(target)
+    if manifest.get("schedlab_version") != _version():
+        err_console.print(f"note: the run was made with schedlab {manifest.get('schedlab_version')}, this is {_version()}")
+    err_console.print("schedlab " + " ".join(command), markup=False, highlight=False)
+    done = subprocess.run([sys.executable, "-m", "schedlab.cli", *command, *(["--force"] if force else [])], cwd=cwd)
+    if done.returncode != 0:
+        raise typer.Exit(done.returncode)
+    same, different = compare_outputs(manifest, target)
+    for name in same:
+        console.print(f"[green]identical[/] {name}")
+    for name in different:
+        console.print(f"[bold red]differs[/]   {name}")
+    if different:
+        error_line(err_console, f"{len(different)} of {len(same) + len(different)} tables differ from {run_dir}")
+        raise typer.Exit(1)
+    console.print(f"reproduced {run_dir} in {target}: {len(same)} tables byte for byte the same")
+
+
+def _version() -> str:
+    from schedlab import __version__
+
+    return __version__
+
+
+@app.command()
 def report(run_dir: Annotated[Path, typer.Argument(help="A run directory, or a compare directory.")]) -> None:
-    """Draw PNG plots (JCT and queueing CDFs, queue length and GPU allocation over time)."""
+    """Draw PNG plots (JCT and queueing CDFs, queue length and GPU allocation over time) into a run directory.
+
+    Examples:
+
+      schedlab report runs/quickstart
+
+      schedlab report runs/cmp
+    """
     from schedlab.metrics.plots import report as draw
 
-    try:
-        paths = draw(run_dir)
-    except SchedlabError as exc:
-        _fail(exc)
-    for p in paths:
+    for p in draw(run_dir):
         console.print(f"wrote {p}")
 
 
 @app.command()
 def characterize(
+    ctx: typer.Context,
     out: Annotated[Path, typer.Option("--out", "-o", help="Output directory: one PNG per analysis, summary.json, index.html.")],
-    trace: Annotated[Optional[Path], typer.Argument(help="Trace file (or folder, for pai); omit with --synthetic.")] = None,
+    trace: TraceOpt = None,
     fmt: FormatOpt = None,
     synthetic: SyntheticOpt = None,
     jobs: JobsOpt = 10000,
-    seed: SeedOpt = 0,
+    seed: _seed_opt("the synthetic trace and sampling") = 0,
     cluster: Annotated[Optional[str], typer.Option("--cluster", "-c", help="Show utilisation relative to this cluster's GPUs (and each VC's): a preset, uniform:NxG, helios:PATH\\[@DATE], gfs:PATH.")] = None,
     window: WindowOpt = None,
     sample: SampleOpt = None,
     mapping: MapOpt = None,
     time_unit: TimeUnitOpt = None,
+    skip_cpu_jobs: SkipCpuOpt = False,
+    force: ForceOpt = False,
 ) -> None:
     """Characterise a workload as in Hu et al. (SC '21, Helios) section 3: PNG plots and an HTML page.
 
@@ -262,30 +376,34 @@ def characterize(
 
     Examples:
 
-      schedlab characterize philly.csv --format pollux-philly --out char/philly
+      schedlab characterize --trace philly.csv --format pollux-philly --out char/philly
 
       schedlab characterize --synthetic venus --jobs 50000 --cluster venus --out char/venus
     """
     from schedlab.analysis.characterize import characterize as run_characterize
     from schedlab.cluster.presets import load_cluster
+    from schedlab.experiments.outdir import check_out
 
-    try:
-        if (trace is None) == (synthetic is None):
-            raise ConfigError("give either a TRACE file (with --format F) or --synthetic PROFILE")
-        spec = _workload_spec(trace, fmt, synthetic, jobs, seed, None, window, sample, None, mapping, time_unit)
-        cluster_spec = load_cluster(cluster) if cluster else None
-        with console.status("characterising ..."):
-            paths = run_characterize(spec.build(), out, cluster=cluster_spec)
-    except SchedlabError as exc:
-        _fail(exc)
+    check_out(out, force=force)
+    if (trace is None) == (synthetic is None):
+        raise ConfigError("give either --trace PATH --format F or --synthetic PROFILE")
+    spec = _workload_spec(trace, fmt, synthetic, jobs, seed, None, window, sample, None, mapping, time_unit, skip_cpu_jobs)
+    cluster_spec = load_cluster(cluster) if cluster else None
+    with _run_dir(ctx, out, force, settings=spec) as stage, console.status("characterising ..."):
+        paths = run_characterize(spec.build(), stage, cluster=cluster_spec)
     for p in paths:
-        console.print(f"wrote {p}")
+        console.print(f"wrote {out / p.relative_to(stage)}")
     console.print(f"open [bold]{out / 'index.html'}[/] for the report")
 
 
 @app.command()
 def policies() -> None:
-    """List the registered scheduling policies and placers."""
+    """List the registered scheduling policies and placers.
+
+    Example:
+
+      schedlab policies
+    """
     from schedlab.policies.placers import PLACERS
     from schedlab.policies.registry import POLICIES
 
@@ -301,7 +419,12 @@ def policies() -> None:
 
 @app.command()
 def clusters() -> None:
-    """List the cluster presets."""
+    """List the cluster presets.
+
+    Example:
+
+      schedlab clusters
+    """
     from schedlab.cluster.presets import PRESETS
 
     table = Table("preset", "what it is", title="cluster presets")
@@ -316,15 +439,17 @@ def clusters() -> None:
 
 @app.command("ces")
 def ces_replay(
+    ctx: typer.Context,
     series: Annotated[Path, typer.Option("--series", help="Node series: CSV time,active,total; a Helios VC cluster_sequence_vc.csv; or a folder of VC folders.")],
     out: Annotated[Path, typer.Option("--out", "-o", help="Output directory.")],
-    test_days: Annotated[float, typer.Option("--test-days", help="Replay the last N days; the forecaster trains on the rest.")] = 14.0,
+    test_days: Annotated[float, typer.Option("--test-days", min=0.05, help="Replay the last N days; the forecaster trains on the rest.")] = 14.0,
     buffer: Annotated[int, typer.Option("--buffer", min=0, help="Buffer nodes kept on beyond demand.")] = 5,
     boot_s: Annotated[float, typer.Option("--boot-s", min=0, help="Seconds for a woken node to boot.")] = 300.0,
     cooling: Annotated[float, typer.Option("--cooling", min=1.0, help="Cooling factor (PUE-like) on saved idle power.")] = 1.5,
     gpus_per_node: Annotated[int, typer.Option("--gpus-per-node", min=1, help="GPUs per node, to turn GPU counts into nodes.")] = 8,
     holiday: Annotated[Optional[list[str]], typer.Option("--holiday", help="A holiday date (YYYY-MM-DD); repeat for several.")] = None,
-    seed: SeedOpt = 0,
+    seed: _seed_opt("the forecaster's training") = 0,
+    force: ForceOpt = False,
 ) -> None:
     """Replay the Helios CES service and vanilla DRS on a recorded node-usage series.
 
@@ -336,36 +461,48 @@ def ces_replay(
     """
     from schedlab.energy.ces import CESConfig
     from schedlab.energy.replay import run_replay
+    from schedlab.experiments.outdir import check_out
 
-    try:
-        config = CESConfig(buffer_nodes=buffer, boot_s=boot_s, cooling_factor=cooling)
-        summary = run_replay(series, out, config=config, seed=seed, test_days=test_days,
+    check_out(out, force=force)
+    config = CESConfig(buffer_nodes=buffer, boot_s=boot_s, cooling_factor=cooling)
+    with _run_dir(ctx, out, force, settings=config) as stage, console.status("training the forecaster and replaying ..."):
+        summary = run_replay(series, stage, config=config, seed=seed, test_days=test_days,
                              holidays=tuple(holiday or ()), gpus_per_node=gpus_per_node)  # fmt: skip
-    except SchedlabError as exc:
-        _fail(exc)
-    table = Table("metric", "CES", "vanilla DRS", title=f"CES replay (forecaster SMAPE {summary['smape']:.2f} %)")
-    for key in ("node_util_before", "node_util_after", "nodes_off_mean", "wakeups_per_day", "nodes_per_wakeup",
-                "jobs_delayed", "kwh_saved"):  # fmt: skip
-        table.add_row(key, *(f"{summary[b][key]:.3g}" if summary[b][key] is not None else "-" for b in ("ces", "vanilla_drs")))
+    table = Table("metric", "unit", "CES", "vanilla DRS", title=f"CES replay (forecaster SMAPE {summary['smape']:.2f} %)")
+    for key, label, unit in _CES_METRICS:
+        table.add_row(label, unit, *(f"{summary[b][key]:.3g}" if summary[b][key] is not None else "-" for b in ("ces", "vanilla_drs")))
     console.print(table)
     console.print(f"results in [bold]{out}[/]")
 
 
+_CES_METRICS = (
+    ("node_util_before", "node utilisation before", "fraction"),
+    ("node_util_after", "node utilisation after", "fraction"),
+    ("nodes_off_mean", "nodes powered off, mean", "nodes"),
+    ("wakeups_per_day", "wake-ups", "per day"),
+    ("nodes_per_wakeup", "nodes woken per wake-up", "nodes"),
+    ("jobs_delayed", "jobs delayed by a boot", "jobs"),
+    ("kwh_saved", "energy saved", "kWh"),
+)
+
+
 @app.command()
 def forecast(
+    ctx: typer.Context,
     out: Annotated[Path, typer.Option("--out", "-o", help="Output directory.")],
     trace: TraceOpt = None,
     fmt: FormatOpt = None,
     synthetic: SyntheticOpt = None,
     series: Annotated[Optional[Path], typer.Option("--series", help="Demand CSV with columns time, org, gpus.")] = None,
     jobs: JobsOpt = 150000,
-    seed: SeedOpt = 0,
+    seed: _seed_opt("the synthetic trace and the forecasters' training") = 0,
     all_classes: Annotated[bool, typer.Option("--all-classes", help="Count every priority class, not only hp.")] = False,
     country: Annotated[Optional[str], typer.Option("--country", help="Holiday calendar: CN, US or none (default: CN for --synthetic gfs, else none).")] = None,
     lookback: Annotated[int, typer.Option("--lookback", min=2, help="Look-back window (hours).")] = 168,
-    horizon: Annotated[int, typer.Option("--horizon", min=1, help="Forecast horizon (hours).")] = 24,
-    test_days: Annotated[int, typer.Option("--test-days", min=1, help="Hold out the last N days for testing.")] = 7,
+    forecast_hours: Annotated[int, typer.Option("--forecast-hours", min=1, help="How far ahead to forecast (hours).")] = 24,
+    test_days: Annotated[float, typer.Option("--test-days", min=0.05, help="Hold out the last N days for testing.")] = 7.0,
     epochs: Annotated[int, typer.Option("--epochs", min=1, help="Training epochs of OrgLinear and DLinear.")] = 20,
+    force: ForceOpt = False,
 ) -> None:
     """Compare the GFS GPU Demand Estimator (OrgLinear) with GFS-e, seasonal naive, DLinear and LightGBM.
 
@@ -377,43 +514,51 @@ def forecast(
 
       schedlab forecast --synthetic gfs --out runs/gfs-forecast
     """
+    from schedlab.experiments.outdir import check_out
     from schedlab.predict.demand_eval import run_comparison
     from schedlab.predict.demand_series import from_csv, from_workload
 
-    try:
-        if sum(x is not None for x in (trace, synthetic, series)) != 1:
-            raise ConfigError("give exactly one of --synthetic PROFILE, --trace PATH --format F, or --series CSV")
-        if country is None:
-            country = "CN" if synthetic == "gfs" else "none"
-        if series is not None:
-            demand = from_csv(series, country=country)
-        else:
-            spec = _workload_spec(trace, fmt, synthetic, jobs, seed, None, None, None, None, None, None)
-            demand = from_workload(spec.build(), classes=None if all_classes else ("hp",), country=country)
-        with console.status("training and scoring forecasters ..."):
-            table, paths = run_comparison(demand, out, seed=seed, lookback=lookback, horizon=horizon,
-                                          test_hours=24 * test_days, epochs=epochs)  # fmt: skip
-    except SchedlabError as exc:
-        _fail(exc)
-    view = Table(*table.columns, title=f"GPU-demand forecast, {demand.demand.shape[1]} organisations, {horizon} h ahead")
+    check_out(out, force=force)
+    if sum(x is not None for x in (trace, synthetic, series)) != 1:
+        raise ConfigError("give exactly one of --synthetic PROFILE, --trace PATH --format F, or --series CSV")
+    if country is None:
+        country = "CN" if synthetic == "gfs" else "none"
+    if series is not None:
+        demand = from_csv(series, country=country)
+    else:
+        spec = _workload_spec(trace, fmt, synthetic, jobs, seed, None, None, None, None, None, None)
+        demand = from_workload(spec.build(), classes=None if all_classes else ("hp",), country=country)
+    with _run_dir(ctx, out, force) as stage, console.status("training and scoring forecasters ..."):
+        table, paths = run_comparison(demand, stage, seed=seed, lookback=lookback, horizon=forecast_hours,
+                                      test_hours=max(1, round(24 * test_days)), epochs=epochs)  # fmt: skip
+    view = Table(*table.columns, title=f"GPU-demand forecast, {demand.demand.shape[1]} organisations, {forecast_hours} h ahead")
     for row in table.itertuples(index=False):
         view.add_row(row[0], *(f"{v:.4g}" for v in row[1:]))
     console.print(view)
     for p in paths:
-        console.print(f"wrote {p}")
+        console.print(f"wrote {out / p.relative_to(stage)}")
+
+
+_FLAGS = {"columns": "--map", "time_unit": "--time-unit", "time_format": "--time-format (Python API only)",
+          "skip_cpu_jobs": "--skip-cpu-jobs", "task_table": "task table file beside the job table (Python API only)"}  # fmt: skip
 
 
 @traces_app.command("list")
 def traces_list() -> None:
-    """List trace formats (loaders) and synthetic profiles."""
+    """List trace formats (loaders), their options, and synthetic profiles.
+
+    Example:
+
+      schedlab traces list
+    """
     from schedlab.workload.loaders import LOADERS
     from schedlab.workload.synthetic import PROFILES
 
-    table = Table("format", "what it reads", "options", title="trace formats")
+    table = Table("--format", "what it reads", "options", title="trace formats")
     for name, info in LOADERS.items():
-        table.add_row(name, info.description, ", ".join(info.options))
+        table.add_row(name, info.description, ", ".join(_FLAGS.get(o, o) for o in info.options))
     console.print(table)
-    prof = Table("profile", "what it mimics", title="synthetic profiles")
+    prof = Table("--synthetic", "what it mimics", title="synthetic profiles")
     for name, p in PROFILES.items():
         prof.add_row(name, (type(p).__doc__ or "").strip().splitlines()[0])
     console.print(prof)
@@ -423,44 +568,22 @@ def traces_list() -> None:
 def traces_inspect(
     path: Annotated[Path, typer.Argument(help="Trace file (or folder, for pai).")],
     fmt: Annotated[str, typer.Option("--format", "-f", help="Trace format: see `schedlab traces list`.")],
+    mapping: MapOpt = None,
+    time_unit: TimeUnitOpt = None,
+    skip_cpu_jobs: SkipCpuOpt = False,
 ) -> None:
-    """Show what a loader read and skipped: counts, GPU mix, duration quantiles."""
+    """Show what a loader read and skipped: counts, GPU mix, duration quantiles.
+
+    Examples:
+
+      schedlab traces inspect ../shared/data/chronus/trace_job_Philly_MIX2.csv --format philly
+
+      schedlab traces inspect jobs.csv --format csv --map submit_s=submitted --map duration_s=runtime --time-unit min
+    """
     from schedlab.workload.inspect import describe, render_description
-    from schedlab.workload.loaders import load_trace
 
-    try:
-        workload = load_trace(path, fmt)
-    except SchedlabError as exc:
-        _fail(exc)
-    console.print(render_description(describe(workload)))
-
-
-class _progress:
-    """A Rich progress bar fed by the engine's (done, total) callback; silent when disabled."""
-
-    def __init__(self, enabled: bool, label: str) -> None:
-        self.enabled = enabled and sys.stderr.isatty()
-        self.label = label
-        self.bar: Progress | None = None
-
-    def __enter__(self):
-        if not self.enabled:
-            return None
-        self.bar = Progress(
-            TextColumn("[bold]{task.description}"), BarColumn(), TextColumn("{task.completed:,}/{task.total:,} jobs"),
-            TimeElapsedColumn(), TimeRemainingColumn(), console=err_console, transient=True,
-        )  # fmt: skip
-        self.bar.__enter__()
-        task = self.bar.add_task(self.label, total=None)
-
-        def tick(done: int, total: int) -> None:
-            self.bar.update(task, completed=done, total=total)
-
-        return tick
-
-    def __exit__(self, *exc) -> None:
-        if self.bar is not None:
-            self.bar.__exit__(*exc)
+    spec = _workload_spec(path, fmt, None, 1, 0, None, None, None, None, mapping, time_unit, skip_cpu_jobs)
+    console.print(render_description(describe(spec.build())))
 
 
 def main() -> None:

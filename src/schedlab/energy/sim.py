@@ -10,10 +10,11 @@ from typing import Any
 from schedlab.energy.ces import CESConfig
 from schedlab.experiments.run import RunSpec, simulate_run
 from schedlab.metrics.summary import write_summary
+from schedlab.sim.engine import RunProgress
 
 
 def simulate_with_ces(
-    spec: RunSpec, out_dir: Path, *, progress: Callable[[int, int], None] | None = None
+    spec: RunSpec, out_dir: Path, *, progress: Callable[[RunProgress], None] | None = None
 ) -> dict[str, Any]:
     """Run ``spec`` wrapped in CES (its outputs go to ``out_dir``), then again wrapped in
     vanilla DRS; the summary gets both blocks and the CES forecaster's ``smape``."""

@@ -6,11 +6,15 @@ process, which rebuilds the (deterministic) workload itself instead of shipping 
 
 from __future__ import annotations
 
+import functools
 import math
+import multiprocessing
+import queue
 import resource
+import signal
 import time
+import traceback
 from collections.abc import Callable
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -21,10 +25,10 @@ from schedlab.cluster.presets import load_cluster
 from schedlab.cluster.spec import ClusterSpec
 from schedlab.energy.ces import CESConfig
 from schedlab.energy.policy import CESPolicy
-from schedlab.errors import ConfigError
+from schedlab.errors import ConfigError, SchedlabError
 from schedlab.metrics import summarize, write_summary
 from schedlab.policies.registry import POLICIES, PolicyOptions, make_policy
-from schedlab.sim.engine import SimConfig, Simulation
+from schedlab.sim.engine import RunProgress, SimConfig, Simulation
 from schedlab.workload import transforms
 from schedlab.workload.loaders import load_trace
 from schedlab.workload.schema import Workload
@@ -125,7 +129,7 @@ def simulate_run(
     workload: Workload | None = None,
     history: Workload | None = None,
     cluster: ClusterSpec | None = None,
-    progress: Callable[[int, int], None] | None = None,
+    progress: Callable[[RunProgress], None] | None = None,
 ) -> dict[str, Any]:
     """Run one simulation; write jobs.parquet, timeseries.parquet and summary.json to ``out_dir``.
 
@@ -175,18 +179,94 @@ def simulate_run(
     return summary
 
 
-def _run_in_worker(spec: RunSpec, out_dir: Path) -> dict[str, Any]:
-    return simulate_run(spec, out_dir)
+def compare_runs(
+    specs: list[RunSpec],
+    out_dir: Path,
+    *,
+    processes: int,
+    on_progress: Callable[[int, RunProgress], None] | None = None,
+    on_done: Callable[[int, dict[str, Any]], None] | None = None,
+) -> list[dict[str, Any]]:
+    """Run several specs (one per policy) in worker processes; results in ``out_dir/<policy>``.
 
-
-def compare_runs(specs: list[RunSpec], out_dir: Path, *, processes: int) -> list[dict[str, Any]]:
-    """Run several specs (one per policy) in worker processes; results in ``out_dir/<policy>``."""
+    ``on_progress(i, progress)`` and ``on_done(i, summary)`` are called in this process as spec
+    ``i`` advances and finishes. Workers ignore SIGINT; on any exception here (Ctrl-C included)
+    they are terminated, so no worker outlives the call."""
     dirs = [out_dir / s.policy for s in specs]
     if processes <= 1 or len(specs) == 1:
-        return [simulate_run(s, d) for s, d in zip(specs, dirs, strict=True)]
-    with ProcessPoolExecutor(max_workers=min(processes, len(specs))) as pool:
-        futures = [pool.submit(_run_in_worker, s, d) for s, d in zip(specs, dirs, strict=True)]
-        return [f.result() for f in futures]
+        summaries = []
+        for i, (spec, d) in enumerate(zip(specs, dirs, strict=True)):
+            tick = None if on_progress is None else functools.partial(on_progress, i)
+            summaries.append(simulate_run(spec, d, progress=tick))
+            if on_done is not None:
+                on_done(i, summaries[-1])
+        return summaries
+    return _run_in_processes(specs, dirs, processes, on_progress, on_done)
+
+
+_STOP_SIGNALS = {signal.SIGINT, signal.SIGTERM}
+
+
+def _run_in_processes(specs, dirs, processes, on_progress, on_done) -> list[dict[str, Any]]:
+    """At most ``processes`` forked workers at once; each sends progress and its outcome on one queue."""
+    ctx = multiprocessing.get_context("fork")
+    messages = ctx.Queue()
+    todo = list(range(len(specs)))
+    workers: dict[int, multiprocessing.process.BaseProcess] = {}
+    summaries: dict[int, dict[str, Any]] = {}
+    try:
+        while len(summaries) < len(specs):
+            while todo and len(workers) < processes:
+                i = todo.pop(0)
+                workers[i] = ctx.Process(target=_worker, args=(i, specs[i], dirs[i], messages), daemon=True)
+                # A signal arriving during fork would be swallowed by an at-fork hook: hold it until after.
+                signal.pthread_sigmask(signal.SIG_BLOCK, _STOP_SIGNALS)
+                try:
+                    workers[i].start()
+                finally:
+                    signal.pthread_sigmask(signal.SIG_UNBLOCK, _STOP_SIGNALS)
+            try:
+                kind, i, payload = messages.get(timeout=0.2)
+            except queue.Empty:
+                for i, proc in workers.items():
+                    if proc.exitcode is not None and messages.empty():
+                        raise RuntimeError(f"the worker running policy '{specs[i].policy}' died (exit code {proc.exitcode})")
+                continue
+            if kind == "progress":
+                if on_progress is not None:
+                    on_progress(i, payload)
+            elif kind == "done":
+                workers.pop(i).join()
+                summaries[i] = payload
+                if on_done is not None:
+                    on_done(i, payload)
+            else:
+                workers.pop(i).join()
+                error, message = payload
+                raise ConfigError(message) if error else RuntimeError(f"policy '{specs[i].policy}': {message}")
+        return [summaries[i] for i in range(len(specs))]
+    finally:
+        for proc in workers.values():
+            proc.kill()
+            proc.join()
+        messages.close()
+
+
+def _worker(i: int, spec: RunSpec, out_dir: Path, messages) -> None:
+    """A compare worker: ignores Ctrl-C (the parent stops it) and reports on ``messages``."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, _STOP_SIGNALS)
+    try:
+        summary = simulate_run(spec, out_dir, progress=lambda p: messages.put(("progress", i, p)))
+    except SchedlabError as exc:
+        messages.put(("error", i, (True, str(exc))))
+    except Exception:
+        messages.put(("error", i, (False, traceback.format_exc())))
+    else:
+        messages.put(("done", i, summary))
+    messages.close()
+    messages.join_thread()
 
 
 def parse_window(text: str | None) -> tuple[float, float] | None:

@@ -77,6 +77,26 @@ class SimConfig:
             raise ConfigError("horizon_s must be positive")
 
 
+@dataclass(frozen=True)
+class RunProgress:
+    """Where a run stands: simulated time, jobs arrived and finished, and how far along it is.
+
+    ``fraction`` is simulated time over the horizon when one is set, else finished jobs over
+    all jobs, so it moves through the whole run, the drain after the last arrival included."""
+
+    now: float
+    arrived: int
+    finished: int
+    total: int
+    horizon_s: float
+
+    @property
+    def fraction(self) -> float:
+        if math.isfinite(self.horizon_s):
+            return min(1.0, self.now / self.horizon_s)
+        return self.finished / self.total if self.total else 1.0
+
+
 @dataclass
 class SimResult:
     """Per-job table, cluster time series and run facts of one simulation."""
@@ -120,6 +140,7 @@ class Simulation:
         self.running: dict[int, Job] = {}
         self.live: dict[int, Job] = {}
         self.pending_count = 0
+        self._finished = 0
         self._heap: list[tuple[float, int, int, Any, int]] = []
         self._seq = itertools.count()
         self._colocated: dict[tuple[int, int], list[Job]] = {}
@@ -169,8 +190,10 @@ class Simulation:
         )  # fmt: skip
 
     # ----- main loop ---------------------------------------------------------------------------
-    def run(self, progress: Callable[[int, int], None] | None = None) -> SimResult:
-        """Run to the end of the workload (or the horizon) and return the results."""
+    def run(self, progress: Callable[[RunProgress], None] | None = None) -> SimResult:
+        """Run to the end of the workload (or the horizon) and return the results.
+
+        ``progress`` is called with a :class:`RunProgress` about ten times a wall second."""
         wall0 = time.perf_counter()
         policy = self.policy
         heap = self._heap
@@ -178,9 +201,14 @@ class Simulation:
         n = self._n
         horizon = self.config.horizon_s
         nxt = 0
-        report_every = max(1, n // 200)
+        steps = 0
+        next_report = wall0
         policy.setup(self)
         while True:
+            steps += 1
+            if progress is not None and steps % 256 == 0 and time.perf_counter() >= next_report:
+                progress(RunProgress(self.now, nxt, self._finished, n, horizon))
+                next_report = time.perf_counter() + 0.1
             t_arr = submit[nxt] if nxt < n else INF
             t_evt = heap[0][0] if heap else INF
             t = t_arr if t_arr < t_evt else t_evt
@@ -210,14 +238,12 @@ class Simulation:
                 policy.on_arrival(self, job)
                 nxt += 1
                 changed = True
-                if progress is not None and nxt % report_every == 0:
-                    progress(nxt, n)
             if changed:
                 policy.schedule(self)
                 self._record()
         result = self._collect(nxt, time.perf_counter() - wall0)
         if progress is not None:
-            progress(n, n)
+            progress(RunProgress(self.now, nxt, self._finished, n, horizon))
         return result
 
     def _record(self) -> None:
@@ -371,6 +397,7 @@ class Simulation:
         job.remaining = 0.0
         job.state = FINISHED
         job.end = self.now
+        self._finished += 1
         del self.live[job.idx]
         self._out.store(job)
         self.policy.on_finish(self, job)

@@ -1,0 +1,122 @@
+"""What the ``schedlab`` command shows: progress bars, and one error boundary for every command.
+
+The boundary turns a deliberate error (bad input, a bad option, an unwritable path) into one
+line on stderr and exit code 2, Ctrl-C into exit 130 and SIGTERM into exit 143; anything else
+is a bug in schedlab and shows its traceback with a line asking to report it.
+"""
+
+from __future__ import annotations
+
+import signal
+import threading
+import traceback
+from typing import TYPE_CHECKING
+
+import typer
+from rich.console import Console
+from rich.markup import escape
+from rich.progress import BarColumn, Progress, TaskProgressColumn, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+from typer.core import TyperGroup
+
+from schedlab.errors import SchedlabError
+
+if TYPE_CHECKING:
+    from schedlab.sim.engine import RunProgress
+
+EXIT_USAGE, EXIT_BUG, EXIT_INTERRUPTED, EXIT_TERMINATED = 2, 1, 130, 143
+
+
+class Terminated(Exception):
+    """SIGTERM arrived."""
+
+
+def error_line(console: Console, message: str) -> None:
+    console.print(f"[bold red]error:[/] {escape(message)}", highlight=False, soft_wrap=True)
+
+
+class BoundaryGroup(TyperGroup):
+    """The command group with the error boundary around every subcommand."""
+
+    def invoke(self, ctx: typer.Context):
+        err = Console(stderr=True)
+        in_main = threading.current_thread() is threading.main_thread()
+        previous = signal.signal(signal.SIGTERM, _raise_terminated) if in_main else None
+        try:
+            return super().invoke(ctx)
+        except (typer.Exit, typer.Abort):
+            raise
+        except typer.TyperException as exc:
+            where = exc.ctx.command_path.split()[1:] if getattr(exc, "ctx", None) else []
+            hint = f" (see 'schedlab {' '.join(where)} --help')" if where else ""
+            error_line(err, exc.format_message().replace("\n", " ") + hint)
+            raise typer.Exit(EXIT_USAGE) from None
+        except SchedlabError as exc:
+            error_line(err, str(exc))
+            raise typer.Exit(EXIT_USAGE) from None
+        except OSError as exc:
+            error_line(err, _os_message(exc))
+            raise typer.Exit(EXIT_USAGE) from None
+        except MemoryError:
+            error_line(err, "out of memory: try a smaller workload (--jobs, --window, --sample)")
+            raise typer.Exit(EXIT_USAGE) from None
+        except KeyboardInterrupt:
+            error_line(err, "interrupted; no results were written")
+            raise typer.Exit(EXIT_INTERRUPTED) from None
+        except Terminated:
+            error_line(err, "terminated; no results were written")
+            raise typer.Exit(EXIT_TERMINATED) from None
+        except Exception:
+            err.print(traceback.format_exc(), markup=False, highlight=False)
+            error_line(err, "this is a bug in schedlab; please report it with the command and the traceback above")
+            raise typer.Exit(EXIT_BUG) from None
+        finally:
+            if in_main:
+                signal.signal(signal.SIGTERM, previous)
+
+
+def _raise_terminated(signum, frame) -> None:
+    raise Terminated
+
+
+def _os_message(exc: OSError) -> str:
+    where = f"{exc.filename}: " if exc.filename else ""
+    return f"{where}{exc.strerror or exc}"
+
+
+class RunBars:
+    """One progress bar per run, fed with :class:`RunProgress`; drawn only when stderr is a terminal.
+
+    The bar moves with simulated time over the horizon, or finished jobs over all jobs, so it
+    advances through the whole run; :meth:`done` prints a finished run's line above the bars."""
+
+    def __init__(self, labels: list[str], *, enabled: bool) -> None:
+        self.console = Console(stderr=True)
+        self.enabled = enabled and self.console.is_terminal
+        self.labels = labels
+        self.bar = Progress(
+            TextColumn("[bold]{task.description}"), BarColumn(), TaskProgressColumn(),
+            TextColumn("{task.fields[status]}"), TimeElapsedColumn(), TimeRemainingColumn(),
+            console=self.console, transient=True, disable=not self.enabled,
+        )  # fmt: skip
+        self.tasks: list = []
+
+    def __enter__(self) -> RunBars:
+        self.bar.__enter__()
+        self.tasks = [self.bar.add_task(label, total=1.0, status="starting") for label in self.labels]
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.bar.__exit__(*exc)
+
+    def update(self, i: int, progress: RunProgress) -> None:
+        status = (f"day {progress.now / 86400:,.1f} · {progress.finished:,}/{progress.total:,} jobs done"
+                  if progress.total else "")  # fmt: skip
+        self.bar.update(self.tasks[i], completed=progress.fraction, status=status)
+
+    def tick(self, i: int = 0):
+        """The engine's progress callback for run ``i``."""
+        return lambda progress: self.update(i, progress)
+
+    def done(self, i: int, line: str) -> None:
+        self.bar.update(self.tasks[i], completed=1.0, status="done")
+        self.bar.console.print(f"[green]✓[/] [bold]{escape(self.labels[i])}[/] {escape(line)}", highlight=False)

@@ -1,0 +1,125 @@
+"""Run directories: checked before the run, replaced only with --force, recorded in run.json, repeatable."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from schedlab.cli import app
+
+runner = CliRunner()
+SMALL = ["simulate", "--synthetic", "simple", "--jobs", "200", "--policy", "sjf", "--no-progress"]
+
+
+def _one_error_line(result) -> str:
+    lines = [line for line in result.stderr.splitlines() if line.strip()]
+    assert "Traceback" not in result.output
+    assert len(lines) == 1, result.output
+    return lines[0]
+
+
+def test_out_that_is_a_file_is_refused_before_the_run(tmp_path: Path) -> None:
+    (tmp_path / "taken").write_text("x")
+    result = runner.invoke(app, [*SMALL, "--out", str(tmp_path / "taken")])
+    assert result.exit_code == 2
+    assert "exists and is a file" in _one_error_line(result)
+
+
+def test_out_below_a_file_is_refused(tmp_path: Path) -> None:
+    (tmp_path / "taken").write_text("x")
+    result = runner.invoke(app, [*SMALL, "--out", str(tmp_path / "taken" / "run")])
+    assert result.exit_code == 2
+    assert "is a file, not a directory" in _one_error_line(result)
+
+
+def test_compare_into_an_unwritable_place_is_one_line(tmp_path: Path) -> None:
+    locked = tmp_path / "locked"
+    locked.mkdir(mode=0o500)
+    args = ["compare", "--synthetic", "simple", "--jobs", "100", "-p", "fifo", "-p", "sjf", "--out", str(locked / "c")]
+    try:
+        result = runner.invoke(app, args)
+    finally:
+        locked.chmod(0o700)
+    if result.exit_code == 0:
+        pytest.skip("running as a user who may write anywhere")
+    assert result.exit_code == 2
+    assert "cannot write" in _one_error_line(result)
+
+
+def test_an_existing_run_needs_force_and_force_removes_its_old_files(tmp_path: Path) -> None:
+    out = tmp_path / "run"
+    assert runner.invoke(app, [*SMALL, "--out", str(out)]).exit_code == 0
+    (out / "jct_cdf.png").write_bytes(b"a plot of the old run")
+    again = runner.invoke(app, [*SMALL, "--out", str(out)])
+    assert again.exit_code == 2
+    assert "pass --force" in _one_error_line(again)
+    forced = runner.invoke(app, [*SMALL, "--out", str(out), "--force", "--policy", "fifo"])
+    assert forced.exit_code == 0, forced.output
+    assert not (out / "jct_cdf.png").exists()
+    assert json.loads((out / "summary.json").read_text())["policy"] == "fifo"
+    assert [p.name for p in tmp_path.iterdir()] == ["run"]  # no staging or old copies left beside it
+
+
+def test_force_never_removes_a_folder_that_is_not_a_run(tmp_path: Path) -> None:
+    out = tmp_path / "mine"
+    out.mkdir()
+    (out / "thesis.tex").write_text("precious")
+    result = runner.invoke(app, [*SMALL, "--out", str(out), "--force"])
+    assert result.exit_code == 2
+    assert "not a schedlab run" in _one_error_line(result)
+    assert (out / "thesis.tex").read_text() == "precious"
+
+
+def test_run_json_records_command_versions_inputs_and_settings(tmp_path: Path) -> None:
+    trace = tmp_path / "jobs.csv"
+    trace.write_text("id,submitted,runtime,gpus\na,0,600,1\nb,60,1200,2\nc,90,30,8\n")
+    out = tmp_path / "run"
+    args = ["simulate", "--trace", str(trace), "--format", "csv", "--map", "job_id=id", "--map", "submit_s=submitted",
+            "--map", "duration_s=runtime", "--map", "num_gpus=gpus", "--cluster", "uniform:1x8", "--out", str(out),
+            "--no-progress", "--checkpoint-s", "12.5"]  # fmt: skip
+    assert runner.invoke(app, args).exit_code == 0
+    manifest = json.loads((out / "run.json").read_text())
+    assert manifest["command"][0] == "simulate"
+    assert manifest["command"][manifest["command"].index("--checkpoint-s") + 1] == "12.5"
+    assert "--force" not in manifest["command"]
+    assert manifest["schedlab_version"] and manifest["python"]
+    assert list(manifest["inputs"]) == [str(trace)]
+    assert set(manifest["outputs"]) == {"jobs.parquet", "timeseries.parquet", "summary.json"}
+    assert manifest["settings"]["config"]["checkpoint_s"] == 12.5
+    assert manifest["settings"]["workload"]["options"]["columns"]["submit_s"] == "submitted"
+
+
+def test_rerun_reproduces_the_tables_byte_for_byte(tmp_path: Path) -> None:
+    out = tmp_path / "run"
+    args = ["compare", "--synthetic", "venus", "--jobs", "400", "-p", "tiresias", "-p", "fifo", "--seed", "3",
+            "--out", str(out), "--no-progress"]  # fmt: skip
+    assert runner.invoke(app, args).exit_code == 0
+    result = runner.invoke(app, ["rerun", str(out)])
+    assert result.exit_code == 0, result.output
+    again = tmp_path / "run-rerun"
+    for table in ("tiresias/jobs.parquet", "fifo/jobs.parquet", "tiresias/timeseries.parquet"):
+        assert (again / table).read_bytes() == (out / table).read_bytes()
+        assert f"identical {table}" in result.stdout
+
+
+def test_rerun_refuses_when_an_input_changed(tmp_path: Path) -> None:
+    trace = tmp_path / "jobs.csv"
+    trace.write_text("id,submitted,runtime,gpus\na,0,600,1\n")
+    out = tmp_path / "run"
+    args = ["simulate", "--trace", str(trace), "--format", "csv", "--map", "job_id=id", "--map", "submit_s=submitted",
+            "--map", "duration_s=runtime", "--map", "num_gpus=gpus", "--cluster", "uniform:1x8", "--out", str(out),
+            "--no-progress"]  # fmt: skip
+    assert runner.invoke(app, args).exit_code == 0
+    trace.write_text("id,submitted,runtime,gpus\na,0,601,1\n")
+    result = runner.invoke(app, ["rerun", str(out)])
+    assert result.exit_code == 2
+    assert "input changed or missing since the run" in _one_error_line(result)
+
+
+def test_rerun_of_a_folder_without_run_json_is_one_line(tmp_path: Path) -> None:
+    result = runner.invoke(app, ["rerun", str(tmp_path)])
+    assert result.exit_code == 2
+    assert "no run.json here" in _one_error_line(result)

@@ -76,23 +76,50 @@ def test_makespan_and_preemptions() -> None:
     assert summary["preemptions"] == 3
 
 
-def test_gpu_alloc_rate_is_time_weighted() -> None:
+def test_gpu_alloc_rate_run_is_time_weighted() -> None:
     ts = build_ts([0.0, 50.0, 100.0], [5.0, 10.0, 0.0])
     jobs = build_jobs(end_s=[100.0])
-    assert summarize(jobs, ts, policy="p")["gpu_alloc_rate"] == pytest.approx(0.75)
+    assert summarize(jobs, ts, policy="p")["gpu_alloc_rate_run"] == pytest.approx(0.75)
 
 
-def test_gpu_alloc_rate_last_row_lasts_until_last_job_end() -> None:
+def test_gpu_alloc_rate_run_last_row_lasts_until_last_job_end() -> None:
     ts = build_ts([0.0, 25.0], [5.0, 10.0])
     jobs = build_jobs(end_s=[100.0])
     # 25 s at 50 %, then 75 s at 100 %
-    assert summarize(jobs, ts, policy="p")["gpu_alloc_rate"] == pytest.approx((25 * 0.5 + 75 * 1.0) / 100)
+    assert summarize(jobs, ts, policy="p")["gpu_alloc_rate_run"] == pytest.approx((25 * 0.5 + 75 * 1.0) / 100)
 
 
-def test_gpu_alloc_rate_skips_intervals_without_gpus() -> None:
+def test_gpu_alloc_rate_run_skips_intervals_without_gpus() -> None:
     ts = build_ts([0.0, 50.0, 100.0], [0.0, 4.0, 0.0], gpus_total=[0.0, 8.0, 8.0])
     jobs = build_jobs(end_s=[100.0])
-    assert summarize(jobs, ts, policy="p")["gpu_alloc_rate"] == pytest.approx(0.5)
+    assert summarize(jobs, ts, policy="p")["gpu_alloc_rate_run"] == pytest.approx(0.5)
+
+
+def test_gpu_alloc_rate_covers_the_arrival_window_only() -> None:
+    ts = build_ts([0.0, 20.0, 50.0, 100.0], [0.0, 4.0, 8.0, 2.0])
+    ts["gpus_busy[A]"], ts["gpus_total[A]"] = [0.0, 1.0, 1.0, 0.0], 2.0
+    jobs = build_jobs(submit_s=[10.0, 60.0], end_s=[50.0, 200.0])
+    summary = summarize(jobs, ts, policy="p")
+    # arrivals 10..60: 10 s at 0 %, 30 s at 40 %, 10 s at 80 %
+    assert summary["gpu_alloc_rate"] == pytest.approx((30 * 0.4 + 10 * 0.8) / 50)
+    # whole run 0..200 (the last row lasts until the last job end)
+    assert summary["gpu_alloc_rate_run"] == pytest.approx((30 * 0.4 + 50 * 0.8 + 100 * 0.2) / 200)
+    # per model over the arrival window: 10 s at 0 %, 40 s at 50 %
+    assert summary["gpu_alloc_rate_by_model"] == {"A": pytest.approx(40 * 0.5 / 50)}
+
+
+def test_gpu_alloc_rate_window_stops_where_the_series_does() -> None:
+    # the last job arrives after the run stopped (a horizon): the window ends at the series' end
+    ts = build_ts([0.0, 20.0], [4.0, 8.0])
+    jobs = build_jobs(submit_s=[10.0, 500.0], end_s=[100.0, np.nan], finished=[True, False])
+    assert summarize(jobs, ts, policy="p")["gpu_alloc_rate"] == pytest.approx((10 * 0.4 + 80 * 0.8) / 90)
+
+
+def test_gpu_alloc_rate_is_none_when_all_jobs_arrive_at_once() -> None:
+    ts = build_ts([0.0, 50.0], [5.0, 10.0])
+    summary = summarize(build_jobs(submit_s=[0.0, 0.0], end_s=[100.0, 100.0]), ts, policy="p")
+    assert summary["gpu_alloc_rate"] is None
+    assert summary["gpu_alloc_rate_run"] == pytest.approx(0.75)
 
 
 def test_eviction_rate_is_evictions_over_runs() -> None:
@@ -182,7 +209,8 @@ def test_bucket_breakdowns_list_every_bucket() -> None:
 def test_no_finished_jobs_gives_nulls() -> None:
     jobs = build_jobs(end_s=[np.nan, np.nan], finished=[False, False], first_start_s=[np.nan, np.nan])
     summary = summarize(jobs, build_ts([], []), policy="p")
-    for key in ("jct_mean_s", "jct_p50_s", "jct_p99_s", "slowdown_mean", "makespan_s", "gpu_alloc_rate"):
+    keys = ("jct_mean_s", "jct_p50_s", "jct_p99_s", "slowdown_mean", "makespan_s", "gpu_alloc_rate", "gpu_alloc_rate_run")
+    for key in keys:
         assert summary[key] is None, key
     assert summary["finished"] == 0
     assert summary["queue_mean_s"] == 0.0

@@ -11,11 +11,16 @@ Definitions (times in seconds):
   reference.
 - **percentiles** interpolate linearly between order statistics (numpy's default).
 - **makespan_s** = last ``end_s`` - first ``submit_s``.
-- **gpu_alloc_rate** = time-weighted mean of ``gpus_busy / gpus_total``. Each time-series
-  row holds until the next row; the last row holds until :func:`span_end_s`. Intervals
-  with no GPUs at all are left out.
-- **gpu_alloc_rate_by_model** = the same per GPU model, from the time series' per-model
-  columns ``gpus_busy[<model>]`` / ``gpus_total[<model>]`` (empty when the series has none).
+- **gpu_alloc_rate** = time-weighted mean of ``gpus_busy / gpus_total`` over the arrival
+  window, from the first to the last ``submit_s``: the share of the cluster the workload kept
+  allocated while jobs were arriving (None when all jobs arrive at once). Each time-series
+  row holds until the next row; the last row holds until :func:`span_end_s`. Intervals with
+  no GPUs at all are left out.
+- **gpu_alloc_rate_run** = the same over the whole series, the drain after the last arrival
+  included.
+- **gpu_alloc_rate_by_model** = ``gpu_alloc_rate`` per GPU model, from the time series'
+  per-model columns ``gpus_busy[<model>]`` / ``gpus_total[<model>]`` (empty when the series
+  has none).
 - **eviction_rate** (evictable classes only) = evictions / runs, where evictions is the
   class's sum of ``preemptions`` and runs = evictions + jobs that ever started.
 - ``classes`` always lists every priority class present, even a lone ``"default"``.
@@ -68,6 +73,7 @@ HEADLINE_KEYS = (
     "slowdown_mean",
     "makespan_s",
     "gpu_alloc_rate",
+    "gpu_alloc_rate_run",
     "preemptions",
 )
 
@@ -98,6 +104,7 @@ def summarize(
     jct = frame["jct_s"].to_numpy()
     queue = frame["queue_s"].to_numpy()
     end_s = jobs["end_s"].to_numpy(dtype=float)
+    window = arrival_window(jobs["submit_s"].to_numpy(dtype=float))
     summary: dict[str, Any] = {
         "policy": policy,
         "jobs": len(frame),
@@ -108,8 +115,9 @@ def summarize(
         "queued_jobs": int(np.count_nonzero(queue > 0)),
         "slowdown_mean": _mean(frame["slowdown"].to_numpy()),
         "makespan_s": makespan_s(jobs["submit_s"].to_numpy(dtype=float), end_s),
-        "gpu_alloc_rate": gpu_alloc_rate(ts, end_s),
-        "gpu_alloc_rate_by_model": gpu_alloc_rate_by_model(ts, end_s),
+        "gpu_alloc_rate": gpu_alloc_rate(ts, end_s, window),
+        "gpu_alloc_rate_run": gpu_alloc_rate(ts, end_s),
+        "gpu_alloc_rate_by_model": gpu_alloc_rate_by_model(ts, end_s, window),
         "preemptions": int(frame["preemptions"].sum()),
         "gpu_seconds": float(frame["gpu_seconds"].sum()),
         "classes": class_breakdown(frame, frozenset(evictable_classes)),
@@ -156,24 +164,38 @@ def span_end_s(time_s: np.ndarray, end_s: np.ndarray) -> float:
     return max(last_row, float(ends.max())) if ends.size else last_row
 
 
-def gpu_alloc_rate(ts: pd.DataFrame, end_s: np.ndarray) -> float | None:
-    """Time-weighted mean of ``gpus_busy / gpus_total`` over the series' span (see module doc)."""
-    return _alloc_rate(ts, end_s, "gpus_busy", "gpus_total")
+def arrival_window(submit_s: np.ndarray) -> tuple[float, float]:
+    """First and last finite submit time; ``(0.0, 0.0)`` (an empty window) when there are none."""
+    submits = submit_s[np.isfinite(submit_s)]
+    return (float(submits.min()), float(submits.max())) if submits.size else (0.0, 0.0)
 
 
-def gpu_alloc_rate_by_model(ts: pd.DataFrame, end_s: np.ndarray) -> dict[str, float | None]:
-    """Per GPU model: the time-weighted allocation rate from the ``gpus_busy[<model>]`` and
+def gpu_alloc_rate(
+    ts: pd.DataFrame, end_s: np.ndarray, window: tuple[float, float] | None = None
+) -> float | None:
+    """Time-weighted mean of ``gpus_busy / gpus_total`` over the series' span, or over its part
+    inside ``window`` = ``(start_s, end_s)`` (see the module doc)."""
+    return _alloc_rate(ts, end_s, "gpus_busy", "gpus_total", window)
+
+
+def gpu_alloc_rate_by_model(
+    ts: pd.DataFrame, end_s: np.ndarray, window: tuple[float, float] | None = None
+) -> dict[str, float | None]:
+    """Per GPU model: :func:`gpu_alloc_rate` from the ``gpus_busy[<model>]`` and
     ``gpus_total[<model>]`` columns."""
     models = [c[len("gpus_busy["):-1] for c in ts.columns if c.startswith("gpus_busy[") and c.endswith("]")]
-    return {m: _alloc_rate(ts, end_s, f"gpus_busy[{m}]", f"gpus_total[{m}]") for m in models
+    return {m: _alloc_rate(ts, end_s, f"gpus_busy[{m}]", f"gpus_total[{m}]", window) for m in models
             if f"gpus_total[{m}]" in ts.columns}  # fmt: skip
 
 
-def _alloc_rate(ts: pd.DataFrame, end_s: np.ndarray, busy_column: str, total_column: str) -> float | None:
+def _alloc_rate(
+    ts: pd.DataFrame, end_s: np.ndarray, busy_column: str, total_column: str, window: tuple[float, float] | None
+) -> float | None:
     time_s = ts["time_s"].to_numpy(dtype=float)
     if time_s.size == 0:
         return None
-    widths = np.diff(time_s, append=span_end_s(time_s, end_s))
+    edges = np.append(time_s, span_end_s(time_s, end_s))
+    widths = np.diff(edges if window is None else np.clip(edges, *window))
     total = ts[total_column].to_numpy(dtype=float)
     busy = ts[busy_column].to_numpy(dtype=float)
     usable = total > 0

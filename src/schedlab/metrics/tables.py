@@ -1,13 +1,24 @@
-"""Readable tables of run summaries: one run's headline, and a policy comparison."""
+"""Readable tables of run summaries, laid out for the console's width.
+
+Each metric is shown in one unit, named in its label (``JCT mean (h)``), chosen from the
+largest value it shows. Values are never cut: a comparison too wide for the console becomes
+metric rows x policy columns, split into blocks of policies when even that is too wide.
+"""
 
 from __future__ import annotations
 
+import io
 import math
-from collections.abc import Mapping, Sequence
+import re
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import pandas as pd
+from rich import box
+from rich.console import Console, ConsoleOptions
+from rich.markup import escape
 from rich.table import Table
 
 from schedlab.metrics.summary import HEADLINE_KEYS
@@ -30,13 +41,9 @@ LOWER_IS_BETTER = frozenset(
         "peak_rss_mb",
     }
 )
-HIGHER_IS_BETTER = frozenset({"finished", "gpu_alloc_rate"})
+HIGHER_IS_BETTER = frozenset({"finished", "gpu_alloc_rate", "gpu_alloc_rate_run"})
 
 LABELS = {
-    "policy": "policy",
-    "jobs": "jobs",
-    "finished": "finished",
-    "unfinished": "unfinished",
     "jct_mean_s": "JCT mean",
     "jct_p50_s": "JCT p50",
     "jct_p95_s": "JCT p95",
@@ -46,56 +53,76 @@ LABELS = {
     "queue_p99_s": "queue p99",
     "queued_jobs": "jobs that queued",
     "slowdown_mean": "slowdown mean",
-    "makespan_s": "makespan",
-    "gpu_alloc_rate": "GPU allocation",
-    "preemptions": "preemptions",
-    "sim_wall_s": "sim wall time",
-    "peak_rss_mb": "peak RSS (MB)",
+    "gpu_alloc_rate": "GPU alloc",
+    "gpu_alloc_rate_run": "GPU alloc, whole run",
+    "sim_wall_s": "sim wall",
+    "peak_rss_mb": "peak RSS",
+    "eviction_rate": "eviction rate",
 }
+ALLOC_NOTE = "GPU alloc: share of GPUs allocated from the first to the last job arrival."
+SUMMARY_KEYS = (
+    "jobs", "finished", "unfinished", "jct_mean_s", "jct_p99_s", "queue_mean_s", "gpu_alloc_rate", "preemptions",
+    "jct_p50_s", "jct_p95_s", "queue_p50_s", "queue_p99_s", "queued_jobs", "slowdown_mean", "makespan_s",
+    "gpu_alloc_rate_run",
+)  # fmt: skip
+CLASS_KEYS = ("jobs", "finished", "jct_mean_s", "jct_p99_s", "queue_mean_s", "preemptions", "eviction_rate")
+COMPARISON_KEYS = (
+    "finished", "jct_mean_s", "jct_p99_s", "queue_mean_s", "gpu_alloc_rate", "preemptions", "makespan_s", "sim_wall_s",
+)  # fmt: skip
 BEST_STYLE = "bold green"
+
+
+
+@dataclass(frozen=True)
+class Cells:
+    """One metric: its name, its unit (``""`` for counts) and its values as text in that unit."""
+
+    name: str
+    unit: str
+    texts: list[str]
+
+    def label(self, sep: str = " ") -> str:
+        return f"{self.name}{sep}({self.unit})" if self.unit else self.name
+
+    def part(self, start: int, stop: int) -> Cells:
+        return Cells(self.name, self.unit, self.texts[start:stop])
 
 
 def format_seconds(seconds: float) -> str:
     """A duration in the largest unit that keeps it readable: s, min, h or d."""
-    magnitude = abs(seconds)
-    if magnitude < 120:
-        return f"{seconds:.1f} s"
-    if magnitude < 2 * 3600:
-        return f"{seconds / 60:.1f} min"
-    if magnitude < 2 * 86400:
-        return f"{seconds / 3600:.2f} h"
-    return f"{seconds / 86400:.2f} d"
+    unit, factor = _time_unit(abs(seconds))
+    return f"{seconds / factor:.{1 if factor < 3600 else 2}f} {unit}"
 
 
 def format_value(key: str, value: Any) -> str:
-    """One metric value as text, by the unit its key names."""
-    if value is None or (isinstance(value, float) and math.isnan(value)):
+    """One metric value as text with its unit, by the unit its key names."""
+    if _missing(value):
         return "-"
-    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.number)):
+    if not _is_number(value):
         return str(value)
     if key.endswith("_s"):
         return format_seconds(float(value))
-    if key.endswith("_rate"):
+    if _is_rate(key):
         return f"{float(value):.1%}"
     if float(value).is_integer():
         return f"{int(value):,}"
     return f"{float(value):,.2f}"
 
 
-def summary_table(summary: Mapping[str, Any]) -> Table:
-    """Headline metrics of one run, then one row per priority class when there are several."""
-    table = Table(title=f"schedlab run: {summary.get('policy', '?')}", show_header=True)
-    table.add_column("metric", style="bold")
-    table.add_column("value", justify="right")
-    for key in HEADLINE_KEYS[1:]:
-        if key in summary:
-            table.add_row(LABELS[key], format_value(key, summary[key]))
+def summary_table(summary: Mapping[str, Any]) -> _Fitted:
+    """One run's metrics (one row each); then, with several priority classes, metric rows x
+    class columns."""
+    keys = [key for key in SUMMARY_KEYS if key in summary]
+    run = _metric_rows(["value"], [_metric_cells(k, [summary[k]]) for k in keys], "metric")
+    run.title, run.caption = f"schedlab run: {escape(str(summary.get('policy', '?')))}", _alloc_note(keys)
     classes = summary.get("classes") or {}
-    if len(classes) > 1:
-        table.add_section()
-        for name, stats in classes.items():
-            table.add_row(f"class {name}", _class_line(stats))
-    return table
+    class_keys = [key for key in CLASS_KEYS if any(key in stats for stats in classes.values())]
+    by_class = [_metric_cells(k, [stats.get(k) for stats in classes.values()]) for k in class_keys]
+
+    def layout(width: int) -> list[Table]:
+        return [run] + (_blocks(list(classes), by_class, width, "by priority class") if len(classes) > 1 else [])
+
+    return _Fitted(layout)
 
 
 def breakdown_table(summary: Mapping[str, Any], key: str, *, title: str, limit: int = 12) -> Table:
@@ -104,14 +131,9 @@ def breakdown_table(summary: Mapping[str, Any], key: str, *, title: str, limit: 
     rows = list((summary.get(key) or {}).items())
     if key == "tenants":
         rows = sorted(rows, key=lambda kv: -(kv[1].get("jobs") or 0))
-    table = Table(title=title)
-    for column in ("", "jobs", "JCT mean", "queue mean"):
-        table.add_column(column, justify="left" if not column else "right")
-    for name, stats in rows[:limit]:
-        table.add_row(
-            str(name), format_value("jobs", stats.get("jobs")), format_value("jct_mean_s", stats.get("jct_mean_s")),
-            format_value("queue_mean_s", stats.get("queue_mean_s")),
-        )  # fmt: skip
+    shown = rows[:limit]
+    cells = [_metric_cells(m, [stats.get(m) for _, stats in shown]) for m in ("jobs", "jct_mean_s", "queue_mean_s")]
+    table = _name_rows([str(name) for name, _ in shown], cells, "", title)
     if len(rows) > limit:
         table.caption = f"{len(rows) - limit} more in summary.json"
     return table
@@ -128,43 +150,145 @@ def comparison_frame(summaries: Sequence[Mapping[str, Any]]) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=columns)
 
 
-def comparison_table(frame: pd.DataFrame) -> Table:
-    """The comparison frame as a table, the best value of each ranked column highlighted."""
-    table = Table(title="schedlab policy comparison", show_header=True)
-    for column in frame.columns:
-        justify = "left" if column == "policy" else "right"
-        table.add_column(LABELS.get(column, column), justify=justify)
-    best = {column: _best_mask(frame[column], column) for column in frame.columns}
-    for index in range(len(frame)):
-        cells = []
-        for column in frame.columns:
-            text = format_value(column, _scalar(frame[column].iloc[index]))
-            cells.append(f"[{BEST_STYLE}]{text}[/]" if best[column][index] else text)
-        table.add_row(*cells)
+def comparison_table(frame: pd.DataFrame) -> _Fitted:
+    """A comparison frame (:func:`comparison_frame`, whole or some of its columns), laid out by
+    :func:`comparison_view` for the width of the console it is printed on."""
+    return _Fitted(lambda width: comparison_view(frame, width))
+
+
+def comparison_view(frame: pd.DataFrame, width: int) -> list[Table]:
+    """The :data:`COMPARISON_KEYS` in ``frame`` as tables at most ``width`` characters wide: one
+    row per policy when that fits, else metric rows x policy columns, in as many blocks as
+    needed. The best value of each ranked metric is highlighted."""
+    keys = [key for key in COMPARISON_KEYS if key in frame.columns]
+    cells = [_metric_cells(key, [_scalar(v) for v in frame[key]], rank=True) for key in keys]
+    policies = [str(name) for name in frame["policy"]]
+    title = "schedlab policy comparison"
+    wide = _name_rows(policies, cells, "policy", title)
+    tables = [wide] if _fits(wide, width) or not policies else _blocks(policies, cells, width, title)
+    tables[-1].caption = _alloc_note(keys)
+    return tables
+
+
+class _Fitted:
+    """Tables laid out when printed, for the width the console offers."""
+
+    def __init__(self, layout: Callable[[int], list[Table]]) -> None:
+        self.layout = layout
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> Iterator[Table]:
+        yield from self.layout(options.max_width)
+
+
+def _metric_cells(key: str, values: Sequence[Any], *, rank: bool = False) -> Cells:
+    """A metric in the unit of its largest value; with ``rank`` the best values highlighted."""
+    numbers = [float(v) for v in values if _is_number(v) and not _missing(v)]
+    unit, factor = "", 1.0
+    if key.endswith("_s"):
+        unit, factor = _time_unit(max((abs(v) for v in numbers), default=0.0))
+    elif _is_rate(key):
+        unit, factor = "%", 0.01
+    elif key.endswith("_mb"):
+        unit = "MB"
+    texts = [
+        _number(float(v) / factor) if _is_number(v) and not _missing(v) else escape(format_value(key, v))
+        for v in values
+    ]
+    best = _best_mask(values, key) if rank else [False] * len(values)
+    name = LABELS.get(key, re.sub(r"_(s|mb)$", "", key).replace("_", " "))
+    return Cells(name, unit, [f"[{BEST_STYLE}]{text}[/]" if hit else text for text, hit in zip(texts, best)])
+
+
+def _name_rows(names: Sequence[str], cells: Sequence[Cells], head: str, title: str) -> Table:
+    """One row per name, one column per metric (its unit on the header's second line)."""
+    table = _table(title)
+    table.add_column(head)
+    for metric in cells:
+        table.add_column(metric.label("\n"), justify="right")
+    for index, name in enumerate(names):
+        table.add_row(escape(name), *(metric.texts[index] for metric in cells))
     return table
 
 
-def _class_line(stats: Mapping[str, Any]) -> str:
-    parts = [
-        f"{format_value('jobs', stats.get('jobs'))} jobs, {format_value('finished', stats.get('finished'))} finished",
-        f"JCT mean {format_value('jct_mean_s', stats.get('jct_mean_s'))}, "
-        f"p99 {format_value('jct_p99_s', stats.get('jct_p99_s'))}",
-        f"queue mean {format_value('queue_mean_s', stats.get('queue_mean_s'))}",
-        f"{format_value('preemptions', stats.get('preemptions'))} preemptions",
-    ]
-    if "eviction_rate" in stats:
-        parts.append(f"eviction rate {format_value('eviction_rate', stats['eviction_rate'])}")
-    return " | ".join(parts)
+def _metric_rows(names: Sequence[str], cells: Sequence[Cells], head: str = "", title: str = "") -> Table:
+    """One row per metric, one column per name."""
+    table = _table(title)
+    table.add_column(head)
+    for name in names:
+        table.add_column(escape(name), justify="right")
+    for metric in cells:
+        table.add_row(metric.label(), *metric.texts)
+    return table
 
 
-def _best_mask(column: pd.Series, name: str) -> np.ndarray:
-    """True where a ranked column holds its best value; nothing when all values tie."""
-    values = pd.to_numeric(column, errors="coerce").to_numpy(dtype=float)
-    finite = values[np.isfinite(values)]
-    if name not in LOWER_IS_BETTER | HIGHER_IS_BETTER or np.unique(finite).size < 2:
-        return np.zeros(len(values), dtype=bool)
-    target = finite.min() if name in LOWER_IS_BETTER else finite.max()
-    return values == target
+def _blocks(names: Sequence[str], cells: Sequence[Cells], width: int, title: str) -> list[Table]:
+    """Metric rows x name columns, as many consecutive names per block as fit ``width`` (at
+    least one); the first block titled."""
+    blocks: list[Table] = []
+    start = 0
+    while start < len(names):
+        stop = start + 1
+        while stop < len(names) and _fits(_metric_rows(names[start : stop + 1], _part(cells, start, stop + 1)), width):
+            stop += 1
+        blocks.append(_metric_rows(names[start:stop], _part(cells, start, stop), title="" if blocks else title))
+        start = stop
+    return blocks
+
+
+def _part(cells: Sequence[Cells], start: int, stop: int) -> list[Cells]:
+    return [metric.part(start, stop) for metric in cells]
+
+
+def _table(title: str) -> Table:
+    return Table(title=title or None, box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False, collapse_padding=True)
+
+
+def _fits(table: Table, width: int) -> bool:
+    """Whether the table is at most ``width`` characters wide with no cell wrapped."""
+    return Console(width=10_000, file=io.StringIO()).measure(table).maximum <= width
+
+
+def _alloc_note(keys: Sequence[str]) -> str | None:
+    return ALLOC_NOTE if "gpu_alloc_rate" in keys else None
+
+
+def _time_unit(magnitude: float) -> tuple[str, float]:
+    """s below 2 min, min below 2 h, h below 2 days, else d; with seconds per unit."""
+    for limit, unit, factor in ((120.0, "s", 1.0), (7200.0, "min", 60.0), (172800.0, "h", 3600.0)):
+        if magnitude < limit:
+            return unit, factor
+    return "d", 86400.0
+
+
+def _number(value: float) -> str:
+    """Whole numbers and values from 100 up without decimals (thousands separated), others to
+    three significant digits, those nearer zero than 0.001 as ``<0.001``."""
+    magnitude = abs(value)
+    if value.is_integer() or magnitude >= 100:
+        return f"{value:,.0f}"
+    return f"{value:.3g}" if magnitude >= 0.001 else "<0.001"
+
+
+def _best_mask(values: Sequence[Any], key: str) -> list[bool]:
+    """True where a ranked metric holds its best value; nothing when all values tie."""
+    numbers = pd.to_numeric(pd.Series(values, dtype=object), errors="coerce").to_numpy(dtype=float)
+    finite = numbers[np.isfinite(numbers)]
+    if key not in LOWER_IS_BETTER | HIGHER_IS_BETTER or np.unique(finite).size < 2:
+        return [False] * len(values)
+    target = finite.min() if key in LOWER_IS_BETTER else finite.max()
+    return (numbers == target).tolist()
+
+
+def _is_rate(key: str) -> bool:
+    return key.endswith(("_rate", "_rate_run"))
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (int, float, np.number)) and not isinstance(value, (bool, np.bool_))
+
+
+def _missing(value: Any) -> bool:
+    return value is None or value is pd.NA or (isinstance(value, (float, np.floating)) and math.isnan(value))
 
 
 def _scalar(value: Any) -> Any:

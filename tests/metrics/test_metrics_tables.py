@@ -19,6 +19,7 @@ from schedlab.metrics.tables import (
     comparison_view,
     format_seconds,
     format_value,
+    metrics_table,
     summary_table,
 )
 
@@ -176,3 +177,18 @@ def test_breakdown_table_units_in_headers_and_tenants_by_jobs() -> None:
     assert _column_cells(table, "JCT mean\n(h)") == ["4", "3", "2"]
     assert _column_cells(table, "queue mean\n(s)") == ["60", "60", "60"]
     assert table.caption == "1 more in summary.json"
+
+
+def test_metrics_table_rows_when_they_fit_else_metric_rows() -> None:
+    rows = {
+        "CES": {"node utilisation after (%)": 86.94, "wake-ups per day": 12.0, "energy saved (kWh)": 15234.5},
+        "vanilla DRS": {"node utilisation after (%)": 94.6, "wake-ups per day": None, "energy saved (kWh)": 0.00042},
+    }
+    wide = _render(metrics_table(rows, "CES replay"), 200).splitlines()
+    row = next(line.split() for line in wide if line.startswith("vanilla"))
+    assert row == ["vanilla", "DRS", "94.6", "-", "<0.001"]
+    narrow = _render(metrics_table(rows, "CES replay"), 50)
+    lines = narrow.splitlines()
+    assert "…" not in narrow and max(map(len, lines)) <= 50
+    assert any(line.split() == ["node", "utilisation", "after", "(%)", "86.9", "94.6"] for line in lines)
+    assert any(line.split() == ["energy", "saved", "(kWh)", "15,234", "<0.001"] for line in lines)

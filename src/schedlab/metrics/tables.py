@@ -162,12 +162,17 @@ def comparison_view(frame: pd.DataFrame, width: int) -> list[Table]:
     needed. The best value of each ranked metric is highlighted."""
     keys = [key for key in COMPARISON_KEYS if key in frame.columns]
     cells = [_metric_cells(key, [_scalar(v) for v in frame[key]], rank=True) for key in keys]
-    policies = [str(name) for name in frame["policy"]]
-    title = "schedlab policy comparison"
-    wide = _name_rows(policies, cells, "policy", title)
-    tables = [wide] if _fits(wide, width) or not policies else _blocks(policies, cells, width, title)
+    tables = _fit([str(name) for name in frame["policy"]], cells, width, "schedlab policy comparison", "policy")
     tables[-1].caption = _alloc_note(keys)
     return tables
+
+
+def metrics_table(rows: Mapping[str, Mapping[str, Any]], title: str) -> _Fitted:
+    """Named rows (e.g. models) x metrics whose labels name their units (``MAE (GPUs)``), numbers
+    to three significant digits; laid out like :func:`comparison_view`."""
+    metrics = list(dict.fromkeys(metric for row in rows.values() for metric in row))
+    cells = [Cells(metric, "", [_text(row.get(metric)) for row in rows.values()]) for metric in metrics]
+    return _Fitted(lambda width: _fit(list(rows), cells, width, title, ""))
 
 
 class _Fitted:
@@ -190,10 +195,7 @@ def _metric_cells(key: str, values: Sequence[Any], *, rank: bool = False) -> Cel
         unit, factor = "%", 0.01
     elif key.endswith("_mb"):
         unit = "MB"
-    texts = [
-        _number(float(v) / factor) if _is_number(v) and not _missing(v) else escape(format_value(key, v))
-        for v in values
-    ]
+    texts = [_text(v / factor if _is_number(v) and not _missing(v) else v) for v in values]
     best = _best_mask(values, key) if rank else [False] * len(values)
     name = LABELS.get(key, re.sub(r"_(s|mb)$", "", key).replace("_", " "))
     return Cells(name, unit, [f"[{BEST_STYLE}]{text}[/]" if hit else text for text, hit in zip(texts, best)])
@@ -219,6 +221,12 @@ def _metric_rows(names: Sequence[str], cells: Sequence[Cells], head: str = "", t
     for metric in cells:
         table.add_row(metric.label(), *metric.texts)
     return table
+
+
+def _fit(names: Sequence[str], cells: Sequence[Cells], width: int, title: str, head: str) -> list[Table]:
+    """One row per name when that fits ``width``, else metric rows x name columns in blocks."""
+    wide = _name_rows(names, cells, head, title)
+    return [wide] if _fits(wide, width) or not names else _blocks(names, cells, width, title)
 
 
 def _blocks(names: Sequence[str], cells: Sequence[Cells], width: int, title: str) -> list[Table]:
@@ -267,6 +275,13 @@ def _number(value: float) -> str:
     if value.is_integer() or magnitude >= 100:
         return f"{value:,.0f}"
     return f"{value:.3g}" if magnitude >= 0.001 else "<0.001"
+
+
+def _text(value: Any) -> str:
+    """A cell: ``-`` when missing, a number by :func:`_number`, anything else as text."""
+    if _missing(value):
+        return "-"
+    return _number(float(value)) if _is_number(value) else escape(str(value))
 
 
 def _best_mask(values: Sequence[Any], key: str) -> list[bool]:

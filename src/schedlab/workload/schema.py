@@ -44,7 +44,7 @@ FLOAT_COLUMNS = (
     "batch_size",
     "deadline_s",
 )
-COLUMNS = (
+DATA_COLUMNS = (
     "job_id",
     "submit_s",
     "user",
@@ -61,8 +61,8 @@ COLUMNS = (
     "batch_size",
     "final_state",
     "deadline_s",
-    "source_row",
 )
+COLUMNS = (*DATA_COLUMNS, "source_row")  # the columns a trace supplies, then where each job came from
 REQUIRED = ("job_id", "submit_s", "num_gpus", "duration_s")
 DEFAULTS: dict[str, object] = {
     "user": "",
@@ -135,7 +135,7 @@ def canonical_frame(df: pd.DataFrame, *, source: str) -> pd.DataFrame:
         if col not in df.columns:
             raise InputError("required column is missing", file=source, field=col)
     data: dict[str, np.ndarray] = {"source_row": rows}
-    for col in COLUMNS[:-1]:
+    for col in DATA_COLUMNS:
         if col not in df.columns:
             kind = np.float64 if col in FLOAT_COLUMNS else object
             data[col] = np.full(len(df), DEFAULTS[col], dtype=kind)

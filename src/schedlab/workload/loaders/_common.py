@@ -6,6 +6,8 @@ blank lines are not rows); every helper carries them along so an error names the
 
 from __future__ import annotations
 
+import csv
+import warnings
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 
@@ -76,14 +78,34 @@ def _check_not_empty(path: Path) -> None:
 
 
 def _read_c(path: Path, **options: object) -> pd.DataFrame:
-    """Read with the C engine; bytes that are not UTF-8 become surrogates for :func:`_check_text` to find."""
+    """Read with the C engine: a row longer than the header is an error (not an index column), and
+    bytes that are not UTF-8 become surrogates for :func:`_check_text` to find."""
     try:
-        try:
-            return pd.read_csv(path, engine="c", **options)
-        except UnicodeDecodeError:
-            return pd.read_csv(path, engine="c", dtype=object, encoding_errors="surrogateescape", **options)
-    except ValueError as err:  # pandas' EmptyDataError and ParserError
-        raise InputError(f"not a readable CSV file: {err}", file=str(path)) from None
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", pd.errors.ParserWarning)
+            try:
+                return pd.read_csv(path, engine="c", index_col=False, **options)
+            except UnicodeDecodeError:
+                return pd.read_csv(
+                    path, engine="c", index_col=False, dtype=object, encoding_errors="surrogateescape", **options
+                )
+    except (pd.errors.ParserWarning, ValueError) as err:  # ValueError: pandas' ParserError
+        names = options.get("names")
+        width = len(header(path)) if names is None else len(names)
+        raise _unreadable(path, err, width, has_header=names is None) from None
+
+
+def _unreadable(path: Path, err: Exception, width: int, *, has_header: bool) -> InputError:
+    """The error for a CSV file the C engine cannot read, naming the first row with more than ``width`` fields."""
+    with open(path, newline="", encoding="utf-8", errors="surrogateescape") as fh:
+        reader = csv.reader(fh)
+        row = -1 if has_header else 0
+        for record in reader:
+            row += bool(record)  # blank lines are not rows
+            if row > 0 and len(record) > width:
+                message = f"line {reader.line_num} has {len(record)} fields where {width} columns are expected"
+                return InputError(f"not a readable CSV file: {message}", file=str(path), row=row)
+    return InputError(f"not a readable CSV file: {err}", file=str(path))
 
 
 def _check_text(frame: pd.DataFrame, *, source: str) -> None:

@@ -1,6 +1,6 @@
 """Any CSV with one job per row, mapped onto the canonical schema column by column.
 
-The canonical columns are those of :data:`schedlab.workload.schema.COLUMNS`; ``columns`` maps each
+The canonical columns are those of :data:`schedlab.workload.schema.DATA_COLUMNS`; ``columns`` maps each
 canonical name to the source column that holds it (canonical names present in the file map to
 themselves). ``job_id`` defaults to the 1-based data row. Submit times may be numbers (in
 ``time_unit``) or date strings (``time_format``, ISO 8601 by default), which set the origin.
@@ -26,7 +26,7 @@ from schedlab.workload.loaders._common import (
     read_csv,
     seconds_since,
 )
-from schedlab.workload.schema import COLUMNS, FLOAT_COLUMNS, Workload
+from schedlab.workload.schema import DATA_COLUMNS, FLOAT_COLUMNS, Workload
 
 TIME_UNITS = {"s": 1.0, "ms": 0.001, "min": 60.0, "h": 3600.0}
 _NEEDED = ("submit_s", "num_gpus", "duration_s")
@@ -83,11 +83,11 @@ def load_csv(
 def _mapping(path: Path, columns: Mapping[str, str] | None) -> dict[str, str]:
     """Canonical name → source column: the given ``columns`` plus canonical names found in the file."""
     given = dict(columns or {})
-    unknown = sorted(set(given) - set(COLUMNS))
+    unknown = sorted(set(given) - set(DATA_COLUMNS))
     if unknown:
-        raise ConfigError(f"unknown canonical column(s) {unknown}; known: {list(COLUMNS)}")
+        raise ConfigError(f"unknown canonical column(s) {unknown}; known: {list(DATA_COLUMNS)}")
     present = {c.strip() for c in header(path)}
-    mapping = {c: c for c in COLUMNS if c in present and c not in given}
+    mapping = {c: c for c in DATA_COLUMNS if c in present and c not in given}
     mapping.update(given)
     for canon in _NEEDED:
         mapping.setdefault(canon, canon)

@@ -26,9 +26,9 @@ import numpy as np
 import pandas as pd
 
 from schedlab.errors import ConfigError, InputError
+from schedlab.units import HOUR_S
 from schedlab.workload.schema import Workload
 
-HOUR_S = 3600.0
 NOMINAL_START = pd.Timestamp("2000-01-03")  # a Monday; the calendar origin of a workload without dates
 
 

@@ -22,6 +22,7 @@ import numpy as np
 import pandas as pd
 from scipy.stats import spearmanr
 
+from schedlab.units import DAY_S
 from schedlab.workload.schema import Workload
 
 # What is known about a job when it is submitted: the columns a predictor may read.
@@ -29,7 +30,6 @@ ITEM_COLUMNS = ("job_id", "submit_s", "user", "tenant", "name", "num_gpus", "num
                 "priority_class", "model")  # fmt: skip
 # Training rows add the outcome and the time it became known.
 TRAIN_COLUMNS = (*ITEM_COLUMNS, "duration_s", "end_s")
-DAY_S = 86400.0
 
 
 class Predictor(Protocol):

@@ -32,9 +32,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from schedlab.errors import ConfigError
+from schedlab.units import HOUR_S
 from schedlab.workload.schema import COLUMNS, Workload, validate
 
-HOUR_S = 3600.0
 WEEK_H = 168
 
 _NAME_WORDS = (

@@ -22,9 +22,7 @@ from sortedcontainers import SortedList
 
 from schedlab.cluster.state import ClusterState
 from schedlab.sim.job import Job
-
-HOUR_S = 3600.0
-DAY_S = 86400.0
+from schedlab.units import DAY_S, HOUR_S
 
 
 class NodeBook:

@@ -8,12 +8,14 @@ the context (:class:`schedlab.sim.engine.Simulation`).
   ordered by a key; each round walks the queue in order and starts what the placer can place.
 * :class:`PreemptiveScheduler` - preemptive: each round ranks running and pending jobs together,
   keeps the best that fit the pool's capacity, pauses the running jobs that fell out of that set
-  and starts the pending ones that entered it.
+  and starts the pending ones that entered it; a restarted job is first guaranteed some
+  progress (:func:`guard_ends`).
 """
 
 from __future__ import annotations
 
 import heapq
+import math
 from collections.abc import Callable
 from functools import partial
 
@@ -167,6 +169,15 @@ class QueueScheduler(Policy):
 
 
 PriorityKey = Callable[[object, Job], tuple]
+GUARD_ENDS = "guard-ends"  # timer payload of PreemptiveScheduler: a progress guard has ended
+
+
+def guard_ends(job: Job) -> float:
+    """When a running job may be paused by a :class:`PreemptiveScheduler`: once it has
+    progressed, after the stall its (re)start paid (restore, migration), for as long as the
+    stall lasted. So a restarted job progresses before it is paused again, and a paused run
+    spent at most half its time stalled; a job started without a stall is not guarded."""
+    return 2.0 * job.stall_until - job.run_since
 
 
 class PreemptiveScheduler(Policy):
@@ -177,8 +188,9 @@ class PreemptiveScheduler(Policy):
     admitted pending job, in rank order, is placed; if it does not fit, running jobs that were
     not admitted are paused, lowest rank first, until it does - only when releasing their GPUs
     in a what-if check shows that the placer can then place it; otherwise nothing is paused
-    for it until some job finishes. Paused jobs keep their work (checkpointed; the engine charges the
-    restart cost). Then, to stay work-conserving, pending jobs that were not admitted start if
+    for it until some job finishes or a running job leaves its progress guard (:func:`guard_ends`:
+    until then it is never a victim). Paused jobs keep their work (checkpointed; the engine
+    charges the restart cost). Then, to stay work-conserving, pending jobs that were not admitted start if
     they fit, except jobs paused in this round. A round with pending jobs ranks every active
     job: O(A log A) for A active jobs; a round with none returns at once, and a round where
     all active jobs fit their pools ranks only the pending ones.
@@ -193,6 +205,7 @@ class PreemptiveScheduler(Policy):
         self.fractions = 0  # active jobs asking for part of a GPU
         self.demand: dict[str, float] = {}  # GPUs asked for by active jobs, per pool
         self.exchangeable = not isinstance(placer, RandomFit)
+        self.wake_at = -math.inf  # the latest GUARD_ENDS timer
 
     def on_arrival(self, ctx, job: Job) -> None:
         self.active[job.idx] = job
@@ -205,6 +218,13 @@ class PreemptiveScheduler(Policy):
         self.fractions -= job.fractional
         self.demand[ctx.pool_of(job)] -= job.num_gpus
         self.blocked.clear()  # GPUs were freed: preempting may help again
+
+    def on_timer(self, ctx, payload: object) -> bool | None:
+        """A subclass with timers of its own passes :data:`GUARD_ENDS` on to this method."""
+        if payload == GUARD_ENDS:
+            self.blocked.clear()  # more jobs may be victims now
+            return True
+        return None
 
     def schedule(self, ctx) -> None:
         if ctx.pending_count == 0:
@@ -233,12 +253,22 @@ class PreemptiveScheduler(Policy):
                 if capacity[pool] == 0:
                     open_pools -= 1
         victims: dict[str, list[Job]] = {}
+        guarded: dict[str, float] = {}  # per pool: the first end of a guard that spares a job
         for job in sorted((j for j in ctx.running.values() if j.idx not in admitted), key=key):
-            victims.setdefault(ctx.pool_of(job), []).append(job)
+            pool = ctx.pool_of(job)
+            until = guard_ends(job)
+            if ctx.now < until:
+                guarded[pool] = min(guarded.get(pool, math.inf), until)
+            else:
+                victims.setdefault(pool, []).append(job)
         paused: set[int] = set()
         failed: set[tuple] = set()  # shapes that did not fit since the last pause
         for job in waiting:
             self._start_preempting(ctx, job, victims.get(ctx.pool_of(job), []), paused, failed)
+        wake = min((guarded.get(ctx.pool_of(j), math.inf) for j in waiting if j.state != RUNNING), default=math.inf)
+        if wake < math.inf and not ctx.now < self.wake_at <= wake:
+            ctx.set_timer(wake, GUARD_ENDS)
+            self.wake_at = wake
         state = ctx.state
         if state.free_total() == 0 and not self.fractions:
             return  # nothing free to backfill (fractional jobs may still fit on shared GPUs)

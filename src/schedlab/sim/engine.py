@@ -264,16 +264,15 @@ class Simulation:
         return job.remaining - job.rate * max(0.0, self.now - t0)
 
     def attained(self, job: Job) -> float:
-        """GPU-seconds of service the job has received so far."""
-        if job.state == RUNNING:
-            return job.gpu_seconds + job.num_gpus * (self.now - job.run_since)
-        return job.gpu_seconds
+        """GPU-seconds of service the job has received so far: GPUs x :meth:`executed`."""
+        return job.num_gpus * self.executed(job)
 
     def executed(self, job: Job) -> float:
-        """Wall seconds the job has run so far."""
-        if job.state == RUNNING:
-            return job.run_s + (self.now - job.run_since)
-        return job.run_s
+        """Wall seconds the job has run so far outside stalls (restores, migrations): time
+        it could progress. ``job.run_s`` and ``job.gpu_seconds`` count the stalls too."""
+        if job.state == RUNNING and self.now > job.stall_until:
+            return job.served_s + (self.now - job.stall_until)
+        return job.served_s
 
     def pool_of(self, job: Job) -> str:
         """The node pool a job may use: its tenant in a partitioned cluster, else the shared pool."""
@@ -377,6 +376,7 @@ class Simulation:
         now = self.now
         elapsed = now - job.run_since
         job.run_s += elapsed
+        job.served_s += max(0.0, now - job.stall_until)
         job.gpu_seconds += job.num_gpus * elapsed
         self._release(job)
         job.rate = 0.0

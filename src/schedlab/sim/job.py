@@ -17,14 +17,15 @@ class Job:
     writes. ``remaining`` is work left in reference-GPU seconds as of ``last_update``; a
     running job progresses at ``rate`` work-seconds per second, except before ``stall_until``
     (restore or migration overhead; ``restart_cost`` is the stall its next start will pay).
-    ``data`` is free for the policy's own bookkeeping.
+    ``run_s`` counts the wall seconds it held GPUs, stalls included; ``served_s`` only those
+    outside stalls (its service). ``data`` is free for the policy's own bookkeeping.
     """
 
     __slots__ = (
         "idx", "id", "submit", "user", "tenant", "name", "cls", "num_gpus", "gpus_per_worker",
         "gpu_type", "work", "ckpt_interval", "model", "deadline",
         "state", "alloc", "milli", "rate", "remaining", "last_update", "stall_until", "restart_cost", "version",
-        "first_start", "end", "queue_s", "queued_since", "run_s", "run_since", "preemptions",
+        "first_start", "end", "queue_s", "queued_since", "run_s", "served_s", "run_since", "preemptions",
         "migrations", "lost_work", "gpu_seconds", "work_done", "saved_progress", "colocated", "data",
     )  # fmt: skip
 
@@ -73,6 +74,7 @@ class Job:
         self.queue_s = 0.0
         self.queued_since = submit
         self.run_s = 0.0
+        self.served_s = 0.0
         self.run_since = 0.0
         self.preemptions = 0
         self.migrations = 0

@@ -11,10 +11,10 @@ import pandas as pd
 import pytest
 from typer.testing import CliRunner
 
-from schedlab.analysis.characterize import (
+from schedlab.analysis.characterize import characterize
+from schedlab.analysis.tables import (
     NO_QUEUE_BASIS,
     QUEUE_BASIS,
-    characterize,
     demand_buckets,
     duration_summary,
     final_state_gpu_time,

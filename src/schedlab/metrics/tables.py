@@ -72,7 +72,6 @@ COMPARISON_KEYS = (
 BEST_STYLE = "bold green"
 
 
-
 @dataclass(frozen=True)
 class Cells:
     """One metric: its name, its unit (``""`` for counts) and its values as text in that unit."""

@@ -20,12 +20,11 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-from matplotlib.figure import Figure
 
 from schedlab.energy.ces import CESConfig, kwh
+from schedlab.figures import new_figure, save
 
 FIGSIZE = (10.0, 4.5)
-DPI = 110
 
 
 def table5(
@@ -76,7 +75,7 @@ def plot_nodes(
     title: str,
 ) -> Path:
     """Active vs powered-on nodes over time (one line per service), saved as a PNG."""
-    fig = Figure(figsize=FIGSIZE)
+    fig = new_figure(FIGSIZE, layout=None)
     ax = fig.add_subplot()
     ax.plot(time, total, color="0.6", linewidth=1.0, label="total nodes")
     for label, values in powered.items():
@@ -87,5 +86,4 @@ def plot_nodes(
     ax.grid(axis="y", linestyle=":")
     ax.legend(loc="lower left", fontsize=8)
     fig.autofmt_xdate()
-    fig.savefig(path, dpi=DPI, bbox_inches="tight")
-    return path
+    return save(fig, path, bbox_inches="tight")

@@ -17,14 +17,13 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
 from schedlab.errors import InputError
+from schedlab.figures import save, titled_axes
 from schedlab.metrics.summary import read_summary, span_end_s
 
 RUN_FILES = ("jobs.parquet", "timeseries.parquet", "summary.json")
 JOB_PLOT_COLUMNS = ("submit_s", "end_s", "finished", "queue_s")
 TS_PLOT_COLUMNS = ("time_s", "gpus_total", "gpus_busy", "pending_jobs")
 PLOT_POINTS = 2000
-FIGSIZE = (8.0, 4.5)
-DPI = 110
 TIME_UNITS = ((3 * 86400.0, 86400.0, "days"), (3 * 3600.0, 3600.0, "hours"), (180.0, 60.0, "minutes"))
 
 
@@ -52,9 +51,7 @@ def report(run_dir: Path) -> list[Path]:
     )
     written = []
     for name, draw in drawings:
-        figure = draw(runs)
-        figure.savefig(run_dir / name, dpi=DPI)
-        written.append(run_dir / name)
+        written.append(save(draw(runs), run_dir / name))
     return written
 
 
@@ -119,7 +116,7 @@ def resample_step(
 
 def plot_jct_cdf(runs: Sequence[RunData]) -> Figure:
     """CDF of job completion time over finished jobs, log time axis."""
-    figure, axes = _figure("Job completion time CDF (finished jobs)")
+    figure, axes = titled_axes("Job completion time CDF (finished jobs)")
     drawn = False
     for run in runs:
         finished = run.jobs["finished"].fillna(False).to_numpy(dtype=bool)
@@ -132,7 +129,7 @@ def plot_jct_cdf(runs: Sequence[RunData]) -> Figure:
 
 def plot_queue_cdf(runs: Sequence[RunData]) -> Figure:
     """CDF of total queueing delay over all jobs, log time axis."""
-    figure, axes = _figure("Queueing delay CDF (all jobs; curve starts at the share that never waited)")
+    figure, axes = titled_axes("Queueing delay CDF (all jobs; curve starts at the share that never waited)")
     drawn = False
     for run in runs:
         queue = run.jobs["queue_s"].to_numpy(dtype=float)
@@ -146,7 +143,7 @@ def plot_queue_cdf(runs: Sequence[RunData]) -> Figure:
 
 def plot_queue_length(runs: Sequence[RunData]) -> Figure:
     """Pending jobs over time (time-weighted bin means for long series)."""
-    figure, axes = _figure("Queue length over time")
+    figure, axes = titled_axes("Queue length over time")
     scale, unit = _time_unit(runs)
     for run in runs:
         if len(run.ts) == 0:
@@ -163,7 +160,7 @@ def plot_queue_length(runs: Sequence[RunData]) -> Figure:
 
 def plot_gpu_allocation(runs: Sequence[RunData]) -> Figure:
     """Share of GPUs allocated over time: allocated / available GPU-seconds per bin."""
-    figure, axes = _figure("GPU allocation over time")
+    figure, axes = titled_axes("GPU allocation over time")
     scale, unit = _time_unit(runs)
     for run in runs:
         if len(run.ts) == 0:
@@ -187,14 +184,6 @@ def _read_parquet(path: Path, columns: Sequence[str]) -> pd.DataFrame:
     if missing:
         raise InputError(f"column(s) missing: {', '.join(missing)}", file=str(path), field=missing[0])
     return pd.read_parquet(path, columns=list(columns))
-
-
-def _figure(title: str) -> tuple[Figure, Axes]:
-    figure = Figure(figsize=FIGSIZE, layout="constrained")
-    axes = figure.add_subplot()
-    axes.set_title(title)
-    axes.grid(True, alpha=0.3)
-    return figure, axes
 
 
 def _draw_cdf(axes: Axes, x: np.ndarray, y: np.ndarray, label: str) -> bool:

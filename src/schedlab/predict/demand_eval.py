@@ -149,15 +149,13 @@ def plot_org(series: DemandSeries, comparison: Comparison, model: OrgLinearModel
              *, history_hours: int = 168) -> Path:  # fmt: skip
     """PNG of one organisation: recent history, the test truth, OrgLinear's mean with its
     central 90 % band (5 %-95 % quantiles), its 0.9 upper bound and the GFS-e forecast."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    from schedlab.figures import new_figure, save
 
     i = series.orgs.index(org)
     first = comparison.origins[0]
     shown = series.demand[org].iloc[max(0, first - history_hours) :]
-    fig, ax = plt.subplots(figsize=(11, 4))
+    fig = new_figure((11, 4), layout=None)
+    ax = fig.add_subplot()
     ax.plot(shown.index, shown.to_numpy(), color="black", lw=1, label="demand (truth)")
     for k, o in enumerate(comparison.origins):
         f = model.gaussian(series, o)
@@ -174,9 +172,7 @@ def plot_org(series: DemandSeries, comparison: Comparison, model: OrgLinearModel
     ax.legend(loc="upper left", fontsize=8)
     fig.autofmt_xdate()
     fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
+    return save(fig, path)
 
 
 def run_comparison(series: DemandSeries, out: Path, *, seed: int, lookback: int = 168, horizon: int = 24,

@@ -63,8 +63,6 @@ def _seed_opt(what: str):
 
 
 SimSeedOpt = _seed_opt("the synthetic trace, sampling and random placement")
-TABLE_COLUMNS = ("policy", "finished", "jct_mean_s", "jct_p50_s", "jct_p99_s", "queue_mean_s", "makespan_s",
-                 "gpu_alloc_rate", "preemptions", "sim_wall_s")  # fmt: skip
 
 
 def _workload_spec(trace, fmt, synthetic, jobs, seed, load, window, sample, arrival_scale, mapping, time_unit,
@@ -149,7 +147,7 @@ def _run_line(summary: dict) -> str:
     from schedlab.metrics.tables import format_value
 
     keys = ("jct_mean_s", "queue_mean_s", "gpu_alloc_rate", "preemptions", "sim_wall_s")
-    labels = ("JCT mean", "queueing mean", "GPU allocation", "preemptions", "wall")
+    labels = ("JCT mean", "queueing mean", "GPU alloc (arrival window)", "preemptions", "wall")
     return " · ".join(f"{label} {format_value(key, summary.get(key))}" for key, label in zip(keys, labels))
 
 
@@ -282,8 +280,7 @@ def compare(
                                  on_progress=bars.update, on_done=lambda i, s: bars.done(i, _run_line(s)))  # fmt: skip
         frame = comparison_frame(summaries)
         frame.to_csv(stage / "comparison.csv", index=False)
-    shown = [c for c in TABLE_COLUMNS if c in frame.columns]
-    console.print(comparison_table(frame[shown]))
+    console.print(comparison_table(frame))
     console.print(f"results in [bold]{out}[/]  (draw plots: schedlab report {out})")
 
 
@@ -384,9 +381,9 @@ def characterize(
     from schedlab.cluster.presets import load_cluster
     from schedlab.experiments.outdir import check_out
 
-    check_out(out, force=force)
     if (trace is None) == (synthetic is None):
         raise ConfigError("give either --trace PATH --format F or --synthetic PROFILE")
+    check_out(out, force=force)
     spec = _workload_spec(trace, fmt, synthetic, jobs, seed, None, window, sample, None, mapping, time_unit, skip_cpu_jobs)
     cluster_spec = load_cluster(cluster) if cluster else None
     with _run_dir(ctx, out, force, settings=spec) as stage, console.status("characterising ..."):
@@ -462,28 +459,32 @@ def ces_replay(
     from schedlab.energy.ces import CESConfig
     from schedlab.energy.replay import run_replay
     from schedlab.experiments.outdir import check_out
+    from schedlab.metrics.tables import metrics_table
 
     check_out(out, force=force)
     config = CESConfig(buffer_nodes=buffer, boot_s=boot_s, cooling_factor=cooling)
     with _run_dir(ctx, out, force, settings=config) as stage, console.status("training the forecaster and replaying ..."):
         summary = run_replay(series, stage, config=config, seed=seed, test_days=test_days,
                              holidays=tuple(holiday or ()), gpus_per_node=gpus_per_node)  # fmt: skip
-    table = Table("metric", "unit", "CES", "vanilla DRS", title=f"CES replay (forecaster SMAPE {summary['smape']:.2f} %)")
-    for key, label, unit in _CES_METRICS:
-        table.add_row(label, unit, *(f"{summary[b][key]:.3g}" if summary[b][key] is not None else "-" for b in ("ces", "vanilla_drs")))
-    console.print(table)
+    rows = {label: {f"{name} ({unit})": _scaled(summary[block][key], scale) for key, name, unit, scale in _CES_METRICS}
+            for block, label in (("ces", "CES"), ("vanilla_drs", "vanilla DRS"))}  # fmt: skip
+    console.print(metrics_table(rows, title=f"CES replay (forecaster SMAPE {summary['smape']:.2f} %)"))
     console.print(f"results in [bold]{out}[/]")
 
 
 _CES_METRICS = (
-    ("node_util_before", "node utilisation before", "fraction"),
-    ("node_util_after", "node utilisation after", "fraction"),
-    ("nodes_off_mean", "nodes powered off, mean", "nodes"),
-    ("wakeups_per_day", "wake-ups", "per day"),
-    ("nodes_per_wakeup", "nodes woken per wake-up", "nodes"),
-    ("jobs_delayed", "jobs delayed by a boot", "jobs"),
-    ("kwh_saved", "energy saved", "kWh"),
+    ("node_util_before", "node utilisation before", "%", 100),
+    ("node_util_after", "node utilisation after", "%", 100),
+    ("nodes_off_mean", "nodes powered off, mean", "nodes", 1),
+    ("wakeups_per_day", "wake-ups", "per day", 1),
+    ("nodes_per_wakeup", "nodes woken per wake-up", "nodes", 1),
+    ("jobs_delayed", "jobs delayed by a boot", "jobs", 1),
+    ("kwh_saved", "energy saved", "kWh", 1),
 )
+
+
+def _scaled(value, scale: float):
+    return None if value is None else value * scale
 
 
 @app.command()
@@ -515,12 +516,13 @@ def forecast(
       schedlab forecast --synthetic gfs --out runs/gfs-forecast
     """
     from schedlab.experiments.outdir import check_out
+    from schedlab.metrics.tables import metrics_table
     from schedlab.predict.demand_eval import run_comparison
     from schedlab.predict.demand_series import from_csv, from_workload
 
-    check_out(out, force=force)
     if sum(x is not None for x in (trace, synthetic, series)) != 1:
         raise ConfigError("give exactly one of --synthetic PROFILE, --trace PATH --format F, or --series CSV")
+    check_out(out, force=force)
     if country is None:
         country = "CN" if synthetic == "gfs" else "none"
     if series is not None:
@@ -531,12 +533,18 @@ def forecast(
     with _run_dir(ctx, out, force) as stage, console.status("training and scoring forecasters ..."):
         table, paths = run_comparison(demand, stage, seed=seed, lookback=lookback, horizon=forecast_hours,
                                       test_hours=max(1, round(24 * test_days)), epochs=epochs)  # fmt: skip
-    view = Table(*table.columns, title=f"GPU-demand forecast, {demand.demand.shape[1]} organisations, {forecast_hours} h ahead")
-    for row in table.itertuples(index=False):
-        view.add_row(row[0], *(f"{v:.4g}" for v in row[1:]))
-    console.print(view)
+    rows = {row["model"]: {_FORECAST_HEADERS[c]: row[c] for c in table.columns if c != "model"}
+            for row in table.to_dict("records")}  # fmt: skip
+    title = f"GPU-demand forecast, {demand.demand.shape[1]} organisations, {forecast_hours} h ahead"
+    console.print(metrics_table(rows, title=title))
+    console.print("pinball: mean pinball loss of the p-quantile forecast (MAQE); errors are of hourly GPU demand",
+                  highlight=False)  # fmt: skip
     for p in paths:
         console.print(f"wrote {out / p.relative_to(stage)}")
+
+
+_FORECAST_HEADERS = {"mae": "MAE (GPUs)", "mse": "MSE (GPUs²)", "rmse": "RMSE (GPUs)", "mape_pct": "MAPE (%)",
+                     "maqe_0.9": "pinball p=0.9 (GPUs)", "maqe_0.95": "pinball p=0.95 (GPUs)", "train_s": "train (s)"}  # fmt: skip
 
 
 _FLAGS = {"columns": "--map", "time_unit": "--time-unit", "time_format": "--time-format (Python API only)",

@@ -105,7 +105,7 @@ class ClusterSpec:
     def unpartitioned_message(self, missing: Sequence[str], *, jobs: int, field: str) -> str:
         """Which tenants (of ``jobs`` jobs, read from ``field``) have no partition here, and the remedies."""
         return (
-            f"tenant(s) {_few(missing)} ({len(missing)} in all, {jobs:,} jobs; field '{field}') have no partition "
+            f"tenant(s) {_few(missing)} ({len(missing)} in all, {jobs:,} job(s); field '{field}') have no partition "
             f"in cluster '{self.name}' (its partitions: {_few(sorted(self.gpus_by_pool()))}); drop those jobs from "
             "the trace or rename their tenants to the cluster's, or use a shared-pool cluster such as uniform:NxG"
         )

@@ -160,7 +160,9 @@ def validate(jobs: pd.DataFrame, *, source: str) -> None:
         bad = np.flatnonzero(mask)
         if bad.size:
             i = int(bad[0])
-            raise InputError(f"{message} (got {shown(jobs[fld].iloc[i])})", file=source, row=int(rows[i]), field=fld)
+            value = jobs[fld].iloc[i]
+            unit = " s" if fld.endswith("_s") and np.isfinite(value) else ""  # times are seconds once loaded
+            raise InputError(f"{message} (got {shown(value)}{unit})", file=source, row=int(rows[i]), field=fld)
 
     submit = jobs["submit_s"].to_numpy()
     fail(~np.isfinite(submit), "submit_s", "submit time must be a finite number")

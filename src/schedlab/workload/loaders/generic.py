@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from schedlab.errors import ConfigError
+from schedlab.errors import ConfigError, InputError
 from schedlab.workload.loaders._common import (
     apply_skips,
     blank,
@@ -54,6 +54,10 @@ def load_csv(
     raw = read_csv(path, required=list(dict.fromkeys(mapping.values())))
     rows = np.arange(1, len(raw) + 1)
     gpus = numbers(raw[mapping["num_gpus"]], source=source, rows=rows, field=mapping["num_gpus"])
+    cpu = np.flatnonzero(gpus == 0)
+    if cpu.size and not skip_cpu_jobs:
+        message = "a job asking for 0 GPUs is an error unless CPU jobs are skipped (--skip-cpu-jobs)"
+        raise InputError(message, file=source, row=int(rows[cpu[0]]), field=mapping["num_gpus"])
     raw, rows, skipped = apply_skips(raw, rows, [("cpu_job", (gpus == 0) & skip_cpu_jobs)])
     scale = TIME_UNITS[time_unit]
     jobs = pd.DataFrame(index=range(len(raw)))

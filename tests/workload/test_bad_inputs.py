@@ -1,0 +1,258 @@
+"""A corpus of bad inputs for every trace format, run through the CLI.
+
+Each case writes a small file (based on the format's real layout) and runs ``traces inspect``,
+``simulate`` or ``characterize`` on it. The CLI must exit 2 with one line on stderr that names
+what is wrong and where (file, row, field as the file spells it), and show no traceback. Most
+cases run in-process (``CliRunner``); those marked ``subprocess`` run the real command.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from schedlab.cli import app
+
+
+@dataclass(frozen=True)
+class Case:
+    """Files to write (``None`` = a folder; surrogates in text stand for bytes that are not UTF-8), the
+    trace path given to the CLI, and words the one-line error must hold."""
+
+    fmt: str
+    files: dict[str, str | None]
+    trace: str
+    expect: tuple[str, ...]
+    command: str = "inspect"  # or "simulate", "characterize"
+    args: tuple[str, ...] = ()
+    subprocess: bool = False
+
+
+HELIOS = "job_id,user,vc,gpu_num,cpu_num,node_num,state,submit_time,start_time,end_time,duration,queue\n"
+
+
+def helios_row(job: int, *, user: str = "uA", vc: str = "vc1", gpus: str = "1", submit: str = "2020-04-01 00:10:00",
+               duration: str = "600") -> str:  # fmt: skip
+    return f"{job},{user},{vc},{gpus},4,1,COMPLETED,{submit},2020-04-01 00:10:05,2020-04-01 00:20:05,{duration},5\n"
+
+
+def helios(*rows: str) -> str:
+    return HELIOS + helios_row(1) + "".join(rows)
+
+
+def attempt(start: str | None = "2017-10-07 01:12:09", end: str | None = "2017-10-07 02:13:23", gpus: int = 4) -> dict:
+    return {"start_time": start, "end_time": end, "detail": [{"ip": "m0", "gpus": [f"gpu{g}" for g in range(gpus)]}]}
+
+
+def philly_job(jobid: str, **fields: object) -> dict:
+    job = {"status": "Pass", "vc": "vcA", "jobid": jobid, "attempts": [attempt()],
+           "submitted_time": "2017-10-07 01:11:39", "user": "u1"}  # fmt: skip
+    return {**job, **fields}
+
+
+def philly(*jobs: object) -> str:
+    return json.dumps([philly_job("a"), *jobs])
+
+
+CHRONUS = (
+    "job_id,user,num_gpu,submit_time,iterations,model_name,duration,interval,expect_time_list,expect_value_list,"
+    "best_effort,job_type\n0,vc_a,1,5601,5530,mobilenet_v2,96,5,159-189-229-289,10-8-5-2,0,soft\n"
+)
+POLLUX = "timestamp,duration,num_gpus,gpu_time,cluster\n2017-10-09 07:01:55,66.0,1,66.0,6214e9\n"
+GFS = "job_name,organization,gpu_model,cpu_request,gpu_request,worker_num,submit_time,duration,job_type\n"
+GFS_OK = "239255,13,,20,1,1,0,2764799,HP\n"
+PAI_JOBS = "j1,i1,u1,Terminated,1000.0,1600.0\nj2,i2,u1,Failed,900.0,1000.0\n"
+PAI_TASKS = "j1,worker,2.0,Terminated,1100.0,1600.0,400.0,29.3,50.0,T4\nj2,tf,1.0,Failed,950.0,1000.0,600.0,29.3,800.0,V100\n"
+OPENB = "name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec,qos,pod_phase,creation_time,deletion_time,scheduled_time\n"
+OPENB_OK = "p0,12000,16384,1,1000,,LS,Running,100,12537496,100\n"
+ITP = "job_id,submission_time,duration,num_gpu\nu1,1932025,2429,1\n"
+JOBS = "id,arrive,gpus,minutes,who\na,10,2,1.5,x\n"
+MAP = ("--map", "job_id=id", "--map", "submit_s=arrive", "--map", "num_gpus=gpus", "--map", "duration_s=minutes",
+       "--map", "user=who", "--time-unit", "min")  # fmt: skip
+SIM = ("--policy", "fifo", "--no-progress")
+
+CASES: dict[str, Case] = {
+    # --- helios ---------------------------------------------------------------------------------
+    "helios-negative-duration": Case("helios", {"log.csv": helios(helios_row(2, duration="-600"))}, "log.csv",
+                                     ("log.csv", "row 2", "'duration'", "got -600 s"), subprocess=True),
+    "helios-gpu-num-text": Case("helios", {"log.csv": helios(helios_row(2, gpus="two"))}, "log.csv",
+                                ("row 2", "'gpu_num'", "'two'")),
+    "helios-fractional-gpus": Case("helios", {"log.csv": helios(helios_row(2, gpus="1.5"))}, "log.csv",
+                                   ("row 2", "'gpu_num'", "whole number", "got 1.5")),
+    "helios-missing-column": Case("helios", {"log.csv": HELIOS.replace("gpu_num,", "") + "1,u,vc,4,1,X,a,b,c,6,5\n"},
+                                  "log.csv", ("log.csv", "'gpu_num'", "missing")),
+    "helios-bad-date": Case("helios", {"log.csv": helios(helios_row(2, submit="April 1st"))}, "log.csv",
+                            ("row 2", "'submit_time'", "'April 1st'")),
+    "helios-duplicate-id": Case("helios", {"log.csv": helios(helios_row(2), helios_row(1))}, "log.csv",
+                                ("row 3", "'job_id'", "unique")),
+    "helios-not-utf8": Case("helios", {"log.csv": helios(helios_row(2, user="u\udcff"))},
+                            "log.csv", ("row 2", "'user'", "UTF-8", r"\xff")),
+    "helios-header-not-utf8": Case("helios", {"log.csv": "job_\udce9id" + helios()[6:]}, "log.csv",
+                                   ("log.csv", "header", "UTF-8")),
+    "helios-extra-field": Case("helios", {"log.csv": helios(helios_row(2).replace("\n", ",9\n"))}, "log.csv",
+                               ("row 2", "13 fields", "12 columns")),
+    "helios-empty-file": Case("helios", {"log.csv": ""}, "log.csv", ("log.csv", "empty")),
+    "helios-directory": Case("helios", {"logs": None}, "logs", ("logs", "is a directory")),
+    "helios-missing-file": Case("helios", {}, "absent.csv", ("absent.csv", "not found")),
+    "helios-job-too-big-unsorted": Case(
+        "helios", {"log.csv": helios(helios_row(2, submit="2020-04-01 00:20:00"), helios_row(3, gpus="64", submit="2020-03-01 00:00:00"))},
+        "log.csv", ("row 3", "'gpu_num'", "64 GPUs"), "simulate", ("--cluster", "uniform:2x8")),
+    "helios-tenants-not-in-venus": Case(
+        "helios", {"log.csv": helios(helios_row(2, vc="vcX"), helios_row(3, vc="vcEwI"))}, "log.csv",
+        ("row 1", "'vc1', 'vcX'", "2 in all", "'vc'", "venus", "drop", "rename"), "simulate", ("--cluster", "venus")),
+    # --- philly JSON ----------------------------------------------------------------------------
+    "philly-json-detail-string": Case("philly", {"cluster_job_log": philly(philly_job("b", attempts=[{**attempt(), "detail": "m0:gpu0"}]))},
+                                      "cluster_job_log", ("row 2", "'detail'", '"m0:gpu0"'), subprocess=True),
+    "philly-json-gpus-number": Case("philly", {"cluster_job_log": philly(philly_job("b", attempts=[{**attempt(), "detail": [{"ip": "m0", "gpus": 4}]}]))},
+                                    "cluster_job_log", ("row 2", "'gpus'", "got 4")),
+    "philly-json-attempts-object": Case("philly", {"cluster_job_log": philly(philly_job("b", attempts={"start_time": "x"}))},
+                                        "cluster_job_log", ("row 2", "'attempts'", "list of objects")),
+    "philly-json-job-not-object": Case("philly", {"cluster_job_log": philly("b")}, "cluster_job_log",
+                                       ("row 2", "JSON object", '"b"')),
+    "philly-json-not-a-list": Case("philly", {"cluster_job_log": json.dumps({"jobs": []})}, "cluster_job_log",
+                                   ("cluster_job_log", "JSON list")),
+    "philly-json-truncated": Case("philly", {"cluster_job_log": philly()[:-20]}, "cluster_job_log",
+                                  ("cluster_job_log", "not valid JSON", "line 1")),
+    "philly-json-not-utf8": Case("philly", {"cluster_job_log": philly(philly_job("b", user="u\udcfe"))},
+                                 "cluster_job_log", ("row 2", "'user'", "UTF-8", r"\xfe")),
+    "philly-json-bad-submitted": Case("philly", {"cluster_job_log": philly(philly_job("b", submitted_time="yesterday"))},
+                                      "cluster_job_log", ("row 2", "'submitted_time'", "'yesterday'")),
+    "philly-json-start-number": Case("philly", {"cluster_job_log": philly(philly_job("b", attempts=[attempt(start=12345)]))},
+                                     "cluster_job_log", ("row 2", "'attempts'", "'12345'")),
+    "philly-json-vc-not-in-philly": Case("philly", {"cluster_job_log": philly()}, "cluster_job_log",
+                                         ("row 1", "'vcA'", "'vc'", "philly", "drop"), "simulate", ("--cluster", "philly")),
+    # --- philly CSVs (Tiresias/Chronus and Pollux layouts, detected) ----------------------------
+    "philly-csv-unknown-layout": Case("philly", {"trace.csv": "a,b\n1,2\n"}, "trace.csv",
+                                      ("trace.csv", "not a known Philly CSV")),
+    "philly-csv-num-gpu-text": Case("philly", {"trace.csv": CHRONUS + "1,vc_b,many,5500,760,alexnet,106,6,235,10,0,strict\n"},
+                                    "trace.csv", ("row 2", "'num_gpu'", "'many'")),
+    "philly-csv-model-not-utf8": Case("philly", {"trace.csv": CHRONUS + "1,vc_b,1,5500,760,alex\udce9net,106,6,235,10,0,strict\n"},
+                                      "trace.csv", ("row 2", "'model_name'", "UTF-8")),
+    "philly-csv-empty": Case("philly", {"trace.csv": ""}, "trace.csv", ("trace.csv", "empty")),
+    # --- tiresias -------------------------------------------------------------------------------
+    "tiresias-zero-duration": Case("tiresias", {"t.csv": CHRONUS + "1,vc_b,1,5500,760,alexnet,0,6,235,10,0,strict\n"},
+                                   "t.csv", ("row 2", "'duration'", "positive", "got 0")),
+    "tiresias-bad-deadline": Case("tiresias", {"t.csv": CHRONUS + "1,vc_b,1,5500,760,alexnet,9,6,soon,10,0,strict\n"},
+                                  "t.csv", ("row 2", "'expect_time_list'", "'soon'")),
+    "tiresias-directory": Case("tiresias", {"traces": None}, "traces", ("traces", "is a directory")),
+    "tiresias-too-big": Case("tiresias", {"t.csv": CHRONUS + "1,vc_b,64,5500,760,alexnet,9,6,235,10,0,strict\n"},
+                             "t.csv", ("row 2", "'num_gpu'", "64 GPUs", "at most 16"), "simulate", ("--cluster", "uniform:2x8")),
+    # --- pollux-philly --------------------------------------------------------------------------
+    "pollux-bad-timestamp": Case("pollux-philly", {"philly.csv": POLLUX + "yesterday,20.0,2,40.0,6214e9\n"}, "philly.csv",
+                                 ("row 2", "'timestamp'", "'yesterday'")),
+    "pollux-fractional-gpus": Case("pollux-philly", {"philly.csv": POLLUX + "2017-10-09 06:13:03,20.0,1.5,30.0,x\n"},
+                                   "philly.csv", ("row 2", "'num_gpus'", "whole number")),
+    "pollux-unsorted-too-big": Case(
+        "pollux-philly", {"philly.csv": POLLUX + "2017-10-09 08:00:00,20.0,2,40.0,6214e9\n2017-10-01 00:00:00,20.0,128,40.0,6214e9\n"},
+        "philly.csv", ("row 3", "job '3'", "'num_gpus'", "128 GPUs"), "simulate", ("--cluster", "uniform:4x8"), subprocess=True),
+    "pollux-cluster-not-in-philly": Case(
+        "pollux-philly", {"philly.csv": POLLUX + "2017-10-08 00:00:00,20.0,2,40.0,23dbec\n"}, "philly.csv",
+        ("row 2", "'23dbec'", "1 in all", "'cluster'", "philly", "drop", "rename"), "simulate", ("--cluster", "philly")),
+    # --- gfs ------------------------------------------------------------------------------------
+    "gfs-bad-job-type": Case("gfs", {"job_info_df.csv": GFS + GFS_OK + "2,13,A10,20,1,1,0,100,Batch\n"}, "job_info_df.csv",
+                             ("row 2", "'job_type'", "'Batch'")),
+    "gfs-zero-workers": Case("gfs", {"job_info_df.csv": GFS + GFS_OK + "3,13,A10,20,1,0,0,10,HP\n"}, "job_info_df.csv",
+                             ("row 2", "'worker_num'", "positive")),
+    "gfs-unknown-gpu-model": Case("gfs", {"job_info_df.csv": GFS + GFS_OK + "3,13,H100,20,1,1,5,10,HP\n"}, "job_info_df.csv",
+                                  ("row 2", "'gpu_model'", "'H100'"), "simulate", ("--cluster", "uniform:2x8")),
+    "gfs-missing-file": Case("gfs", {}, "job_info_df.csv", ("job_info_df.csv", "not found")),
+    # --- pai ------------------------------------------------------------------------------------
+    "pai-no-task-table": Case("pai", {"pai/pai_job_table.csv": PAI_JOBS}, "pai", ("pai_task_table.csv", "not found"),
+                              subprocess=True),
+    "pai-plan-gpu-text": Case("pai", {"pai/pai_job_table.csv": PAI_JOBS, "pai/pai_task_table.csv": PAI_TASKS.replace("800.0", "lots")},
+                              "pai", ("pai_task_table.csv", "row 2", "'plan_gpu'", "'lots'")),
+    "pai-ends-before-start": Case("pai", {"pai/pai_job_table.csv": PAI_JOBS.replace("900.0,1000.0", "900.0,940.0"), "pai/pai_task_table.csv": PAI_TASKS},
+                                  "pai", ("pai_job_table.csv", "row 2", "'end_time'", "got -10 s")),
+    "pai-extra-field": Case("pai", {"pai/pai_job_table.csv": PAI_JOBS.replace("1600.0\n", "1600.0,x\n"), "pai/pai_task_table.csv": PAI_TASKS},
+                            "pai", ("pai_job_table.csv", "row 1", "7 fields", "6 columns")),
+    "pai-gpu-type-not-utf8": Case("pai", {"pai/pai_job_table.csv": PAI_JOBS, "pai/pai_task_table.csv": PAI_TASKS.replace("V100", "V\udcb1")},
+                                  "pai", ("pai_task_table.csv", "row 2", "'gpu_type'", "UTF-8")),
+    # --- openb ----------------------------------------------------------------------------------
+    "openb-deleted-before-scheduled": Case("openb", {"pods.csv": OPENB + OPENB_OK + "p1,1000,1,1,500,,LS,Running,100,90,100\n"},
+                                           "pods.csv", ("row 2", "'deletion_time'", "got -10 s")),
+    "openb-zero-gpu-milli": Case("openb", {"pods.csv": OPENB + OPENB_OK + "p1,1000,1,1,0,,LS,Running,100,200,100\n"},
+                                 "pods.csv", ("row 2", "'gpu_milli'", "positive")),
+    "openb-creation-text": Case("openb", {"pods.csv": OPENB + OPENB_OK + "p1,1000,1,1,500,,LS,Running,soon,200,100\n"},
+                                "pods.csv", ("row 2", "'creation_time'", "'soon'")),
+    "openb-directory": Case("openb", {"csv": None}, "csv", ("csv", "is a directory")),
+    # --- elasticflow ----------------------------------------------------------------------------
+    "elasticflow-negative-duration": Case("elasticflow", {"cluster01.csv": ITP + "u2,1932030,-600,2\n"}, "cluster01.csv",
+                                          ("cluster01.csv", "row 2", "'duration'", "got -600 s")),
+    "elasticflow-not-utf8": Case("elasticflow", {"cluster01.csv": ITP + "u2,1932030,\udcff\udcfe,2\n"}, "cluster01.csv",
+                                 ("row 2", "'duration'", "UTF-8", r"\xff\xfe"), subprocess=True),
+    "elasticflow-ragged": Case("elasticflow", {"cluster01.csv": ITP + "u2,1,2,1,9,9\n"}, "cluster01.csv",
+                               ("row 2", "line 3", "6 fields")),
+    "elasticflow-nan-duration": Case("elasticflow", {"cluster01.csv": ITP + "u2,1932030,NaN,2\n"}, "cluster01.csv",
+                                     ("row 2", "'duration'", "finite", "got nan")),
+    # --- csv with a column mapping --------------------------------------------------------------
+    "csv-negative-minutes": Case("csv", {"jobs.csv": JOBS + "b,4,1,-3,y\n"}, "jobs.csv",
+                                 ("row 2", "'minutes'", "positive", "got -180 s"), args=MAP),
+    "csv-map-missing-column": Case("csv", {"jobs.csv": JOBS}, "jobs.csv", ("jobs.csv", "'runtime'", "missing"),
+                                   args=("--map", "duration_s=runtime")),
+    "csv-map-unknown-canonical": Case("csv", {"jobs.csv": JOBS}, "jobs.csv", ("unknown canonical", "'gpu_count'"),
+                                      args=(*MAP, "--map", "gpu_count=gpus")),
+    "csv-bad-time-unit": Case("csv", {"jobs.csv": JOBS}, "jobs.csv", ("time unit", "'days'"), args=(*MAP[:-1], "days")),
+    "csv-zero-gpus": Case("csv", {"jobs.csv": JOBS + "b,4,0,3,y\n"}, "jobs.csv", ("row 2", "'gpus'", "0 GPUs", "--skip-cpu-jobs"),
+                          "simulate", (*MAP, "--cluster", "uniform:2x8")),
+    "csv-who-not-utf8": Case("csv", {"jobs.csv": JOBS + "b,4,1,3,\udcc3(\n"}, "jobs.csv",
+                             ("row 2", "'who'", "UTF-8"), "characterize", MAP),
+    # --- characterize gets the same errors ------------------------------------------------------
+    "characterize-helios-negative": Case("helios", {"log.csv": helios(helios_row(2, duration="-600"))}, "log.csv",
+                                         ("row 2", "'duration'", "got -600 s"), "characterize"),
+    "characterize-philly-json-gpus": Case("philly", {"cluster_job_log": philly(philly_job("b", attempts=[{**attempt(), "detail": [{"gpus": "gpu0"}]}]))},
+                                          "cluster_job_log", ("row 2", "'gpus'", '"gpu0"'), "characterize"),
+    "characterize-gfs-directory": Case("gfs", {"gfs": None}, "gfs", ("gfs", "is a directory"), "characterize"),
+}  # fmt: skip
+
+
+def command(case: Case, folder: Path) -> list[str]:
+    """The CLI arguments of ``case`` with its files written under ``folder``."""
+    for name, content in case.files.items():
+        path = folder / name
+        if content is None:
+            path.mkdir(parents=True, exist_ok=True)
+            continue
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(content.encode("utf-8", "surrogateescape"))
+    trace = str(folder / case.trace)
+    if case.command == "inspect":
+        return ["traces", "inspect", trace, "--format", case.fmt, *case.args]
+    args = ["--trace", trace, "--format", case.fmt, "--out", str(folder / "out"), *case.args]
+    return ["simulate", *args, *SIM] if case.command == "simulate" else ["characterize", *args]
+
+
+def run(case: Case, folder: Path) -> tuple[int, str]:
+    """Exit code and stderr of the CLI on ``case``."""
+    args = command(case, folder)
+    if case.subprocess:
+        done = subprocess.run([sys.executable, "-m", "schedlab.cli", *args], capture_output=True, text=True, timeout=120)
+        return done.returncode, done.stderr
+    result = CliRunner().invoke(app, args)
+    return result.exit_code, result.stderr
+
+
+@pytest.mark.parametrize("name", list(CASES))
+def test_bad_input_is_one_clean_line(tmp_path: Path, name: str) -> None:
+    case = CASES[name]
+    code, stderr = run(case, tmp_path)
+    assert "Traceback" not in stderr, stderr
+    lines = stderr.strip().splitlines()
+    assert code == 2 and len(lines) == 1 and lines[0].startswith("error: "), stderr
+    missing = [word for word in case.expect if word not in lines[0]]
+    assert not missing, f"{missing} not in: {lines[0]}"
+    assert "np." not in lines[0]
+
+
+def test_the_corpus_covers_every_format_and_command() -> None:
+    from schedlab.workload.loaders import LOADERS
+
+    assert len(CASES) >= 40
+    assert {case.fmt for case in CASES.values()} == set(LOADERS)
+    assert {case.command for case in CASES.values()} == {"inspect", "simulate", "characterize"}
+    assert sum(case.subprocess for case in CASES.values()) >= 5

@@ -119,6 +119,8 @@ CASES: dict[str, Case] = {
                                    ("cluster_job_log", "JSON list")),
     "philly-json-truncated": Case("philly", {"cluster_job_log": philly()[:-20]}, "cluster_job_log",
                                   ("cluster_job_log", "not valid JSON", "line 1")),
+    "philly-json-nested-too-deeply": Case("philly", {"cluster_job_log": "[" * 100_000 + "]" * 100_000},
+                                          "cluster_job_log", ("cluster_job_log", "not valid JSON", "nested")),
     "philly-json-not-utf8": Case("philly", {"cluster_job_log": philly(philly_job("b", user="u\udcfe"))},
                                  "cluster_job_log", ("row 2", "'user'", "UTF-8", r"\xfe")),
     "philly-json-bad-submitted": Case("philly", {"cluster_job_log": philly(philly_job("b", submitted_time="yesterday"))},

@@ -47,7 +47,8 @@ HELIOS = """job_id,user,vc,gpu_num,cpu_num,node_num,state,submit_time,start_time
 13,uC,vc2,16,64,2,FAILED,2020-04-01 00:05:00,2020-04-01 00:06:00,2020-04-01 01:06:00,3600,60
 15,uD,vc3,4,8,1,TIMEOUT,2020-04-01 00:05:00,2020-04-01 00:05:00,2020-04-01 00:05:10,10,0
 """
-CHRONUS = """job_id,user,num_gpu,submit_time,iterations,model_name,duration,interval,expect_time_list,expect_value_list,best_effort,job_type
+CHRONUS = """job_id,user,num_gpu,submit_time,iterations,model_name,duration,interval,expect_time_list,\
+expect_value_list,best_effort,job_type
 0,vc_a,1,5601,5530,mobilenet_v2,96,5,159-189-229-289,10-8-5-2,0,soft
 1,vc_b,0,5500,760,alexnet,106,6,235,10,0,strict
 2,vc_b,4,5400,760,alexnet,106,6,918,10,1,best
@@ -106,6 +107,7 @@ PHILLY_JOBS = [
 ]  # fmt: skip
 PHILLY = json.dumps(PHILLY_JOBS, indent=1)
 
+PAI = {"pai_job_table.csv": PAI_JOBS, "pai_task_table.csv": PAI_TASKS}
 GENERIC_COLUMNS = {"job_id": "id", "submit_s": "arrive", "num_gpus": "gpus", "duration_s": "minutes", "user": "who"}
 BASES = {
     "helios": Base("helios", {"cluster_log.csv": HELIOS}, "cluster_log.csv"),
@@ -117,8 +119,8 @@ BASES = {
     "openb": Base("openb", {"pods.csv": OPENB}, "pods.csv"),
     "elasticflow": Base("elasticflow", {"cluster01.csv": ELASTICFLOW}, "cluster01.csv"),
     "csv": Base("csv", {"jobs.csv": GENERIC}, "jobs.csv", options=(("columns", GENERIC_COLUMNS), ("time_unit", "min"))),
-    "pai-jobs": Base("pai", {"pai_job_table.csv": PAI_JOBS, "pai_task_table.csv": PAI_TASKS}, "pai_job_table.csv", "."),
-    "pai-tasks": Base("pai", {"pai_job_table.csv": PAI_JOBS, "pai_task_table.csv": PAI_TASKS}, "pai_task_table.csv", "."),
+    "pai-jobs": Base("pai", PAI, "pai_job_table.csv", "."),
+    "pai-tasks": Base("pai", PAI, "pai_task_table.csv", "."),
 }
 CSV_BASES = [name for name in BASES if name != "philly-json"]
 
@@ -177,9 +179,9 @@ def test_byte_mutations(tmp_path: Path, name: str, mutations: list[tuple[str, in
 
 # --- cell-level mutations ---------------------------------------------------------------------
 
-JUNK = ["", " ", "-600", "0", "-0", "1e308", "1e400", "99999999999999999999", "0.5", "1.5", "abc", "NaN", "nan",
-        "inf", "-inf", "日本語", "é", "\x00", '"', "a,b", "2017-13-45 99:99:99", "2020-04-01 00:00:00", "1970-01-01",
-        "True", "|", "-", "3-2-1"]  # fmt: skip
+JUNK = ["", " ", "-600", "0", "-0", "1e308", "1e400", "99999999999999999999", "0.5", "1.5", "abc", "NaN",
+        "nan", "inf", "-inf", "日本語", "é", "\x00", '"', "a,b", "2017-13-45 99:99:99", "2020-04-01 00:00:00",
+        "1970-01-01", "True", "|", "-", "3-2-1"]  # fmt: skip
 
 
 def replace_cells(text: str, cells: list[tuple[int, int, str]]) -> str:
@@ -206,7 +208,8 @@ JSON_JUNK = st.sampled_from(
     [None, "", -600, 0, 1.5, 1e308, "abc", "日本語", [], {}, [1, 2], {"gpus": 3}, True, "2017-13-45 99:99:99",
      "2017-10-07 01:00:00", [{"gpus": "gpu0"}], [{"ip": "m", "gpus": None}], "\udcff"]
 )  # fmt: skip
-JSON_KEYS = ["status", "vc", "jobid", "submitted_time", "user", "attempts", "start_time", "end_time", "detail", "gpus", "ip"]
+JSON_KEYS = ["status", "vc", "jobid", "submitted_time", "user", "attempts", "start_time", "end_time", "detail", "gpus",
+             "ip"]  # fmt: skip
 
 
 def replace_json(jobs: object, key: str, index: int, junk: object) -> object:

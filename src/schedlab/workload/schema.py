@@ -237,9 +237,10 @@ def check_fits(workload: Workload, *, max_gpus: float, gpu_types: set[str]) -> N
     gpus = jobs["num_gpus"].to_numpy()
     i = workload.first(gpus > max_gpus)
     if i is not None:
-        message = f"job '{jobs['job_id'].iat[i]}' asks for {gpus[i]:g} GPUs but the cluster can give at most {max_gpus:g}"
-        raise workload.error(i, "num_gpus", message)
+        asks = f"job '{jobs['job_id'].iat[i]}' asks for {gpus[i]:g} GPUs"
+        raise workload.error(i, "num_gpus", f"{asks} but the cluster can give at most {max_gpus:g}")
     types = jobs["gpu_type"]
     i = workload.first(((types != "") & ~types.isin(gpu_types)).to_numpy())
     if i is not None:
-        raise workload.error(i, "gpu_type", f"unknown GPU type {shown(types.iat[i])}; the cluster has {sorted(gpu_types)}")
+        known = sorted(gpu_types)
+        raise workload.error(i, "gpu_type", f"unknown GPU type {shown(types.iat[i])}; the cluster has {known}")

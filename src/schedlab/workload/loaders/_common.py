@@ -15,7 +15,7 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
-from schedlab.errors import InputError
+from schedlab.errors import ConfigError, InputError
 from schedlab.workload.schema import Workload, canonical_frame, shown
 
 # Columns holding absolute workload times; they move together when submit times are shifted to 0.
@@ -109,7 +109,7 @@ def _unreadable(path: Path, err: Exception, width: int, *, has_header: bool) -> 
 
 
 def _check_text(frame: pd.DataFrame, *, source: str) -> None:
-    """Raise at the first cell that is not UTF-8 text (pyarrow reads such a column as bytes)."""
+    """Raise at the first cell that is not UTF-8 text: bytes from pyarrow, surrogates from :func:`_read_c`."""
     first: tuple[int, str] | None = None
     for col in frame.columns:
         if frame[col].dtype == object:
@@ -148,7 +148,10 @@ def datetimes(
     values: pd.Series, *, source: str, rows: np.ndarray, field: str, fmt: str | None = None
 ) -> pd.Series:
     """Date strings as datetime64 (``fmt`` as for ``strftime``, ISO 8601 by default); blanks become NaT."""
-    parsed = pd.to_datetime(values, format=fmt or "ISO8601", errors="coerce")
+    try:
+        parsed = pd.to_datetime(values, format=fmt or "ISO8601", errors="coerce")
+    except ValueError as err:  # a bad format; bad values become NaT
+        raise ConfigError(f"bad time format {fmt!r}: {err}") from None
     _fail_unparsable(values, parsed.isna().to_numpy(), source=source, rows=rows, field=field, what="a date")
     return parsed
 

@@ -18,6 +18,7 @@ CSV files are recognised by their columns and handed to :mod:`.tiresias` (Tiresi
 
 from __future__ import annotations
 
+import codecs
 import json
 from pathlib import Path
 from typing import Any
@@ -55,11 +56,13 @@ def load_philly_json(path: Path) -> Workload:
     """Load the Philly ``cluster_job_log`` JSON (one row per job; row N = the N-th job of the list)."""
     source = str(path)
     # Bytes that are not UTF-8 become surrogates, reported with the job and field that hold them.
-    text = path.read_bytes().decode("utf-8", "surrogateescape")
+    text = path.read_bytes().decode("utf-8-sig", "surrogateescape")
     try:
         records = json.loads(text)
     except json.JSONDecodeError as err:
         raise InputError(f"not valid JSON: {err}", file=source) from None
+    except RecursionError:
+        raise InputError("not valid JSON: nested too deeply", file=source) from None
     if not isinstance(records, list):
         raise InputError("expected a JSON list of jobs", file=source)
     flat = [_flatten(job, source=source, row=i + 1) for i, job in enumerate(records)]
@@ -115,56 +118,54 @@ def load_philly_json(path: Path) -> Workload:
 
 def _looks_like_json(path: Path) -> bool:
     with open(path, "rb") as fh:
-        head = fh.read(256).lstrip()
+        head = fh.read(256).removeprefix(codecs.BOM_UTF8).lstrip()
     return head[:1] in (b"[", b"{")
 
 
 def _flatten(job: Any, *, source: str, row: int) -> dict[str, Any]:
     """One job's fields, earliest attempt start, last attempt end and GPU count."""
-    if not isinstance(job, dict):
-        raise InputError(f"a job must be a JSON object (got {_brief(job)})", file=source, row=row)
 
-    def get(record: dict[str, Any], key: str, kind: type) -> Any:
-        """``record[key]`` when it is missing, null or of ``kind`` (text: any scalar, as a string)."""
+    def fail(field: str | None, message: str) -> InputError:
+        return InputError(message, file=source, row=row, field=field)
+
+    def text(record: dict[str, Any], key: str) -> str | None:
+        """``record[key]`` as a string (any JSON scalar); None when missing or null."""
         value = record.get(key)
         if value is None:
             return None
-        if kind is str and isinstance(value, (str, int, float)):
-            value = str(value)
-            if not _is_utf8(value):
-                raise InputError(f"not UTF-8 text: {_raw(value)!r}", file=source, row=row, field=key)
-            return value
-        if not isinstance(value, kind) or (kind is list and not all(isinstance(v, dict) for v in value)):
-            want = "a list of objects" if kind is list else "text"
-            raise InputError(f"must be {want} (got {_brief(value)})", file=source, row=row, field=key)
+        if not isinstance(value, (str, int, float)):
+            raise fail(key, f"must be text (got {_brief(value)})")
+        if not _is_utf8(str(value)):
+            raise fail(key, f"not UTF-8 text: {_raw(value)!r}")
+        return str(value)
+
+    def listed(record: dict[str, Any], key: str, *, objects: bool = True) -> list[Any]:
+        """``record[key]`` as a list (of JSON objects with ``objects``); empty when missing or null."""
+        value = record.get(key)
+        if value is None:
+            return []
+        if not isinstance(value, list) or (objects and not all(isinstance(v, dict) for v in value)):
+            raise fail(key, f"must be a list{' of objects' if objects else ''} (got {_brief(value)})")
         return value
 
-    attempts = get(job, "attempts", list) or []
-    starts = [s for s in (get(a, "start_time", str) for a in attempts) if s]
-    counts = [sum(len(_gpus(d, source=source, row=row)) for d in get(a, "detail", list) or []) for a in attempts]
+    if not isinstance(job, dict):
+        raise fail(None, f"a job must be a JSON object (got {_brief(job)})")
+    attempts = listed(job, "attempts")
+    starts = [s for s in (text(a, "start_time") for a in attempts) if s]
+    counts = [sum(len(listed(d, "gpus", objects=False)) for d in listed(a, "detail")) for a in attempts]
     used = [c for c in counts if c > 0]
     return {
-        "jobid": get(job, "jobid", str),
-        "user": get(job, "user", str),
-        "vc": get(job, "vc", str),
-        "status": get(job, "status", str),
-        "submitted": get(job, "submitted_time", str),
+        "jobid": text(job, "jobid"),
+        "user": text(job, "user"),
+        "vc": text(job, "vc"),
+        "status": text(job, "status"),
+        "submitted": text(job, "submitted_time"),
         "start": min(starts) if starts else None,  # "YYYY-MM-DD HH:MM:SS" sorts in time order
-        "end": (get(attempts[-1], "end_time", str) or None) if attempts else None,
+        "end": (text(attempts[-1], "end_time") or None) if attempts else None,
         "gpus": float(used[-1]) if used else 0.0,
         "attempts": len(attempts),
         "changed": len(set(used)) > 1,
     }
-
-
-def _gpus(detail: dict[str, Any], *, source: str, row: int) -> list[Any]:
-    """The GPUs a detail entry lists (none when missing or null)."""
-    gpus = detail.get("gpus")
-    if gpus is None:
-        return []
-    if not isinstance(gpus, list):
-        raise InputError(f"must be a list of GPUs (got {_brief(gpus)})", file=source, row=row, field="gpus")
-    return gpus
 
 
 def _brief(value: Any) -> str:

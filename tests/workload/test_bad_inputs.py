@@ -209,6 +209,13 @@ CASES: dict[str, Case] = {
                                          ("row 2", "'duration'", "got -600 s"), "characterize"),
     "characterize-philly-json-gpus": Case("philly", {"cluster_job_log": philly(philly_job("b", attempts=[{**attempt(), "detail": [{"gpus": "gpu0"}]}]))},
                                           "cluster_job_log", ("row 2", "'gpus'", '"gpu0"'), "characterize"),
+    # --- cluster files given with --cluster -----------------------------------------------------
+    "cluster-gpu-numbers-not-utf8": Case("elasticflow", {"cluster01.csv": ITP, "gpus.csv": "date,vc\udcff\n2020-09-01,8\n"},
+                                         "cluster01.csv", ("gpus.csv", "cannot read", "utf-8"), "simulate",
+                                         ("--cluster", "helios:{dir}/gpus.csv")),
+    "cluster-inventory-cpu-text": Case("elasticflow", {"cluster01.csv": ITP, "nodes.csv": "gpu_model,gpu_capacity_num,cpu_num,node_name\nA10,1,many,n1\n"},
+                                       "cluster01.csv", ("nodes.csv", "row 1", "'cpu_num'", "'many'"), "characterize",
+                                       ("--cluster", "gfs:{dir}/nodes.csv")),
     "characterize-gfs-directory": Case("gfs", {"gfs": None}, "gfs", ("gfs", "is a directory"), "characterize"),
 }  # fmt: skip
 
@@ -223,9 +230,10 @@ def command(case: Case, folder: Path) -> list[str]:
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_bytes(content.encode("utf-8", "surrogateescape"))
     trace = str(folder / case.trace)
+    extra = [arg.replace("{dir}", str(folder)) for arg in case.args]
     if case.command == "inspect":
-        return ["traces", "inspect", trace, "--format", case.fmt, *case.args]
-    args = ["--trace", trace, "--format", case.fmt, "--out", str(folder / "out"), *case.args]
+        return ["traces", "inspect", trace, "--format", case.fmt, *extra]
+    args = ["--trace", trace, "--format", case.fmt, "--out", str(folder / "out"), *extra]
     return ["simulate", *args, *SIM] if case.command == "simulate" else ["characterize", *args]
 
 

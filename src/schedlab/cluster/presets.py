@@ -9,10 +9,12 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 from schedlab.cluster.spec import ClusterSpec, NodeSpec, TenantSpec, gpu_type
 from schedlab.errors import ConfigError, InputError
+from schedlab.workload.schema import shown
 
 # DGX-1-class server idle power (Helios §4.3 uses ~800 W per idle node).
 DGX_IDLE_W = 800.0
@@ -63,10 +65,7 @@ def helios_from_gpu_numbers(path: str | Path, date: str | None = None, *, name: 
     Uses the row of ``date`` (default: the last row); VCs with 0 GPUs are left out.
     """
     path = Path(path)
-    try:
-        table = pd.read_csv(path)
-    except (OSError, pd.errors.ParserError) as exc:
-        raise InputError(f"cannot read cluster GPU numbers: {exc}", file=str(path)) from exc
+    table = _read_table(path, "cluster GPU numbers")
     if "date" not in table.columns:
         raise InputError("required column is missing", file=str(path), field="date")
     if date is None:
@@ -83,7 +82,7 @@ def helios_from_gpu_numbers(path: str | Path, date: str | None = None, *, name: 
             continue
         value = pd.to_numeric(row[col], errors="coerce")
         if pd.isna(value) or value < 0 or value % 8:
-            raise InputError(f"GPU count must be a non-negative multiple of 8, got {row[col]!r}",
+            raise InputError(f"GPU count must be a non-negative multiple of 8, got {shown(row[col])}",
                              file=str(path), row=row_idx + 1, field=col)  # fmt: skip
         if value > 0:
             vcs[col] = int(value) // 8
@@ -93,22 +92,39 @@ def helios_from_gpu_numbers(path: str | Path, date: str | None = None, *, name: 
 def gfs_from_inventory(path: str | Path) -> ClusterSpec:
     """The GFS cluster from ``node_info_df.csv`` (gpu_model, gpu_capacity_num, cpu_num, node_name)."""
     path = Path(path)
-    table = pd.read_csv(path)
+    table = _read_table(path, "the node inventory")
     for col in ("gpu_model", "gpu_capacity_num", "node_name"):
         if col not in table.columns:
             raise InputError("required column is missing", file=str(path), field=col)
-    gpus = pd.to_numeric(table["gpu_capacity_num"], errors="coerce")
-    bad = table.index[gpus.isna() | (gpus <= 0)]
-    if len(bad):
-        i = int(bad[0])
-        raise InputError(f"GPU count must be positive, got {table['gpu_capacity_num'].iloc[i]!r}",
-                         file=str(path), row=i + 1, field="gpu_capacity_num")  # fmt: skip
-    cpus = table["cpu_num"] if "cpu_num" in table.columns else pd.Series(0, index=table.index)
+    gpus = _whole(table, "gpu_capacity_num", path, positive=True)
+    cpus = _whole(table, "cpu_num", path) if "cpu_num" in table.columns else [0] * len(table)
     nodes = tuple(
         NodeSpec(str(n), str(m), int(g), rack=str(m), num_cpus=int(c), idle_power_w=_idle_w(int(g)))
         for n, m, g, c in zip(table["node_name"], table["gpu_model"], gpus, cpus, strict=True)
     )
     return _gfs_spec(nodes)
+
+
+def _read_table(path: Path, what: str) -> pd.DataFrame:
+    """A cluster CSV file; one that cannot be read is an :class:`InputError` naming it."""
+    try:
+        return pd.read_csv(path)
+    except (OSError, ValueError) as exc:  # ValueError: pandas' parse errors, bytes that are not UTF-8
+        raise InputError(f"cannot read {what}: {exc}", file=str(path)) from None
+
+
+def _whole(table: pd.DataFrame, col: str, path: Path, *, positive: bool = False) -> list[int]:
+    """A column of whole numbers, positive or else non-negative with blanks as 0; raises at another value."""
+    values = pd.to_numeric(table[col], errors="coerce")
+    if not positive:
+        values = values.where(table[col].notna(), 0)
+    bad = np.flatnonzero((values.isna() | (values % 1 != 0) | (values < 1 if positive else values < 0)).to_numpy())
+    if bad.size:
+        i = int(bad[0])
+        what = "a positive" if positive else "a non-negative"
+        raise InputError(f"must be {what} whole number, got {shown(table[col].iloc[i])}", file=str(path), row=i + 1,
+                         field=col)  # fmt: skip
+    return [int(v) for v in values]
 
 
 def gfs_builtin() -> ClusterSpec:

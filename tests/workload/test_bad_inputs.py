@@ -22,19 +22,34 @@ from schedlab.cli import app
 
 @dataclass(frozen=True)
 class Case:
-    """Files to write (``None`` = a folder; surrogates in text stand for bytes that are not UTF-8), the
-    trace path given to the CLI, and words the one-line error must hold."""
+    """The trace path given to the CLI, the files to write (``None`` = a folder; surrogates in text
+    stand for bytes that are not UTF-8) and words the one-line error must hold."""
 
     fmt: str
-    files: dict[str, str | None]
     trace: str
+    files: dict[str, str | None]
     expect: tuple[str, ...]
     command: str = "inspect"  # or "simulate", "characterize"
-    args: tuple[str, ...] = ()
+    args: tuple[str, ...] = ()  # "{dir}" stands for the case's folder
     subprocess: bool = False
 
 
+def one(fmt: str, name: str, text: str | None, *expect: str, **options: object) -> Case:
+    """A case whose trace is the one file (or folder) ``name``."""
+    return Case(fmt, name, {name: text}, expect, **options)
+
+
+def with_file(fmt: str, name: str, text: str, extra: dict[str, str], *expect: str, **options: object) -> Case:
+    """A case whose trace ``name`` comes with ``extra`` files (a second table, a cluster file)."""
+    return Case(fmt, name, {name: text, **extra}, expect, **options)
+
+
 HELIOS = "job_id,user,vc,gpu_num,cpu_num,node_num,state,submit_time,start_time,end_time,duration,queue\n"
+
+
+def helios(*rows: str) -> str:
+    """A Helios cluster_log.csv: a good job 1, then ``rows``."""
+    return HELIOS + helios_row(1) + "".join(rows)
 
 
 def helios_row(job: int, *, user: str = "uA", vc: str = "vc1", gpus: str = "1", submit: str = "2020-04-01 00:10:00",
@@ -42,12 +57,9 @@ def helios_row(job: int, *, user: str = "uA", vc: str = "vc1", gpus: str = "1", 
     return f"{job},{user},{vc},{gpus},4,1,COMPLETED,{submit},2020-04-01 00:10:05,2020-04-01 00:20:05,{duration},5\n"
 
 
-def helios(*rows: str) -> str:
-    return HELIOS + helios_row(1) + "".join(rows)
-
-
-def attempt(start: str | None = "2017-10-07 01:12:09", end: str | None = "2017-10-07 02:13:23", gpus: int = 4) -> dict:
-    return {"start_time": start, "end_time": end, "detail": [{"ip": "m0", "gpus": [f"gpu{g}" for g in range(gpus)]}]}
+def philly(*jobs: object) -> str:
+    """A Philly cluster_job_log: a good job "a", then ``jobs``."""
+    return json.dumps([philly_job("a"), *jobs])
 
 
 def philly_job(jobid: str, **fields: object) -> dict:
@@ -56,8 +68,9 @@ def philly_job(jobid: str, **fields: object) -> dict:
     return {**job, **fields}
 
 
-def philly(*jobs: object) -> str:
-    return json.dumps([philly_job("a"), *jobs])
+def attempt(start: object = "2017-10-07 01:12:09", detail: object = None) -> dict:
+    gpus = [{"ip": "m0", "gpus": ["gpu0", "gpu1"]}]
+    return {"start_time": start, "end_time": "2017-10-07 02:13:23", "detail": gpus if detail is None else detail}
 
 
 CHRONUS = (
@@ -65,158 +78,176 @@ CHRONUS = (
     "best_effort,job_type\n0,vc_a,1,5601,5530,mobilenet_v2,96,5,159-189-229-289,10-8-5-2,0,soft\n"
 )
 POLLUX = "timestamp,duration,num_gpus,gpu_time,cluster\n2017-10-09 07:01:55,66.0,1,66.0,6214e9\n"
-GFS = "job_name,organization,gpu_model,cpu_request,gpu_request,worker_num,submit_time,duration,job_type\n"
-GFS_OK = "239255,13,,20,1,1,0,2764799,HP\n"
+GFS = (
+    "job_name,organization,gpu_model,cpu_request,gpu_request,worker_num,submit_time,duration,job_type\n"
+    "239255,13,,20,1,1,0,2764799,HP\n"
+)
 PAI_JOBS = "j1,i1,u1,Terminated,1000.0,1600.0\nj2,i2,u1,Failed,900.0,1000.0\n"
-PAI_TASKS = "j1,worker,2.0,Terminated,1100.0,1600.0,400.0,29.3,50.0,T4\nj2,tf,1.0,Failed,950.0,1000.0,600.0,29.3,800.0,V100\n"
-OPENB = "name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec,qos,pod_phase,creation_time,deletion_time,scheduled_time\n"
-OPENB_OK = "p0,12000,16384,1,1000,,LS,Running,100,12537496,100\n"
+PAI_TASKS = (
+    "j1,worker,2.0,Terminated,1100.0,1600.0,400.0,29.3,50.0,T4\nj2,tf,1.0,Failed,950.0,1000.0,600.0,29.3,800.0,V100\n"
+)
+OPENB = (
+    "name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec,qos,pod_phase,creation_time,deletion_time,scheduled_time\n"
+    "p0,12000,16384,1,1000,,LS,Running,100,12537496,100\n"
+)
 ITP = "job_id,submission_time,duration,num_gpu\nu1,1932025,2429,1\n"
 JOBS = "id,arrive,gpus,minutes,who\na,10,2,1.5,x\n"
 MAP = ("--map", "job_id=id", "--map", "submit_s=arrive", "--map", "num_gpus=gpus", "--map", "duration_s=minutes",
        "--map", "user=who", "--time-unit", "min")  # fmt: skip
+NODES = "gpu_model,gpu_capacity_num,cpu_num,node_name\n"
 SIM = ("--policy", "fifo", "--no-progress")
+
+
+def pai(jobs: str = PAI_JOBS, tasks: str | None = PAI_TASKS) -> dict[str, str]:
+    """A PAI folder with its two tables (``tasks=None``: no task table)."""
+    tables = {"pai/pai_job_table.csv": jobs, "pai/pai_task_table.csv": tasks}
+    return {name: text for name, text in tables.items() if text is not None}
+
 
 CASES: dict[str, Case] = {
     # --- helios ---------------------------------------------------------------------------------
-    "helios-negative-duration": Case("helios", {"log.csv": helios(helios_row(2, duration="-600"))}, "log.csv",
-                                     ("log.csv", "row 2", "'duration'", "got -600 s"), subprocess=True),
-    "helios-gpu-num-text": Case("helios", {"log.csv": helios(helios_row(2, gpus="two"))}, "log.csv",
-                                ("row 2", "'gpu_num'", "'two'")),
-    "helios-fractional-gpus": Case("helios", {"log.csv": helios(helios_row(2, gpus="1.5"))}, "log.csv",
-                                   ("row 2", "'gpu_num'", "whole number", "got 1.5")),
-    "helios-missing-column": Case("helios", {"log.csv": HELIOS.replace("gpu_num,", "") + "1,u,vc,4,1,X,a,b,c,6,5\n"},
-                                  "log.csv", ("log.csv", "'gpu_num'", "missing")),
-    "helios-bad-date": Case("helios", {"log.csv": helios(helios_row(2, submit="April 1st"))}, "log.csv",
-                            ("row 2", "'submit_time'", "'April 1st'")),
-    "helios-duplicate-id": Case("helios", {"log.csv": helios(helios_row(2), helios_row(1))}, "log.csv",
-                                ("row 3", "'job_id'", "unique")),
-    "helios-not-utf8": Case("helios", {"log.csv": helios(helios_row(2, user="u\udcff"))},
-                            "log.csv", ("row 2", "'user'", "UTF-8", r"\xff")),
-    "helios-header-not-utf8": Case("helios", {"log.csv": "job_\udce9id" + helios()[6:]}, "log.csv",
-                                   ("log.csv", "header", "UTF-8")),
-    "helios-extra-field": Case("helios", {"log.csv": helios(helios_row(2).replace("\n", ",9\n"))}, "log.csv",
-                               ("row 2", "13 fields", "12 columns")),
-    "helios-empty-file": Case("helios", {"log.csv": ""}, "log.csv", ("log.csv", "empty")),
-    "helios-directory": Case("helios", {"logs": None}, "logs", ("logs", "is a directory")),
-    "helios-missing-file": Case("helios", {}, "absent.csv", ("absent.csv", "not found")),
-    "helios-job-too-big-unsorted": Case(
-        "helios", {"log.csv": helios(helios_row(2, submit="2020-04-01 00:20:00"), helios_row(3, gpus="64", submit="2020-03-01 00:00:00"))},
-        "log.csv", ("row 3", "'gpu_num'", "64 GPUs"), "simulate", ("--cluster", "uniform:2x8")),
-    "helios-tenants-not-in-venus": Case(
-        "helios", {"log.csv": helios(helios_row(2, vc="vcX"), helios_row(3, vc="vcEwI"))}, "log.csv",
-        ("row 1", "'vc1', 'vcX'", "2 in all", "'vc'", "venus", "drop", "rename"), "simulate", ("--cluster", "venus")),
+    "helios-negative-duration": one("helios", "log.csv", helios(helios_row(2, duration="-600")),
+                                    "log.csv", "row 2", "'duration'", "got -600 s", subprocess=True),
+    "helios-gpu-num-text": one("helios", "log.csv", helios(helios_row(2, gpus="two")), "row 2", "'gpu_num'", "'two'"),
+    "helios-fractional-gpus": one("helios", "log.csv", helios(helios_row(2, gpus="1.5")),
+                                  "row 2", "'gpu_num'", "whole number", "got 1.5"),
+    "helios-missing-column": one("helios", "log.csv", HELIOS.replace("gpu_num,", "") + "1,u,vc,4,1,X,a,b,c,6,5\n",
+                                 "log.csv", "'gpu_num'", "missing"),
+    "helios-bad-date": one("helios", "log.csv", helios(helios_row(2, submit="April 1st")),
+                           "row 2", "'submit_time'", "'April 1st'"),
+    "helios-duplicate-id": one("helios", "log.csv", helios(helios_row(2), helios_row(1)),
+                               "row 3", "'job_id'", "unique"),
+    "helios-not-utf8": one("helios", "log.csv", helios(helios_row(2, user="u\udcff")),
+                           "row 2", "'user'", "UTF-8", r"\xff"),
+    "helios-header-not-utf8": one("helios", "log.csv", "job_\udce9id" + helios()[6:], "log.csv", "header", "UTF-8"),
+    "helios-extra-field": one("helios", "log.csv", helios(helios_row(2).replace("\n", ",9\n")),
+                              "row 2", "13 fields", "12 columns"),
+    "helios-empty-file": one("helios", "log.csv", "", "log.csv", "empty"),
+    "helios-directory": one("helios", "logs", None, "logs", "is a directory"),
+    "helios-missing-file": Case("helios", "absent.csv", {}, ("absent.csv", "not found")),
+    "helios-job-too-big-unsorted": one(
+        "helios", "log.csv", helios(helios_row(2), helios_row(3, gpus="64", submit="2020-03-01 00:00:00")),
+        "row 3", "'gpu_num'", "64 GPUs", command="simulate", args=("--cluster", "uniform:2x8")),
+    "helios-tenants-not-in-venus": one(
+        "helios", "log.csv", helios(helios_row(2, vc="vcX"), helios_row(3, vc="vcEwI")),
+        "row 1", "'vc1', 'vcX'", "2 in all", "'vc'", "venus", "drop", "rename",
+        command="simulate", args=("--cluster", "venus")),
     # --- philly JSON ----------------------------------------------------------------------------
-    "philly-json-detail-string": Case("philly", {"cluster_job_log": philly(philly_job("b", attempts=[{**attempt(), "detail": "m0:gpu0"}]))},
-                                      "cluster_job_log", ("row 2", "'detail'", '"m0:gpu0"'), subprocess=True),
-    "philly-json-gpus-number": Case("philly", {"cluster_job_log": philly(philly_job("b", attempts=[{**attempt(), "detail": [{"ip": "m0", "gpus": 4}]}]))},
-                                    "cluster_job_log", ("row 2", "'gpus'", "got 4")),
-    "philly-json-attempts-object": Case("philly", {"cluster_job_log": philly(philly_job("b", attempts={"start_time": "x"}))},
-                                        "cluster_job_log", ("row 2", "'attempts'", "list of objects")),
-    "philly-json-job-not-object": Case("philly", {"cluster_job_log": philly("b")}, "cluster_job_log",
-                                       ("row 2", "JSON object", '"b"')),
-    "philly-json-not-a-list": Case("philly", {"cluster_job_log": json.dumps({"jobs": []})}, "cluster_job_log",
-                                   ("cluster_job_log", "JSON list")),
-    "philly-json-truncated": Case("philly", {"cluster_job_log": philly()[:-20]}, "cluster_job_log",
-                                  ("cluster_job_log", "not valid JSON", "line 1")),
-    "philly-json-nested-too-deeply": Case("philly", {"cluster_job_log": "[" * 100_000 + "]" * 100_000},
-                                          "cluster_job_log", ("cluster_job_log", "not valid JSON", "nested")),
-    "philly-json-not-utf8": Case("philly", {"cluster_job_log": philly(philly_job("b", user="u\udcfe"))},
-                                 "cluster_job_log", ("row 2", "'user'", "UTF-8", r"\xfe")),
-    "philly-json-bad-submitted": Case("philly", {"cluster_job_log": philly(philly_job("b", submitted_time="yesterday"))},
-                                      "cluster_job_log", ("row 2", "'submitted_time'", "'yesterday'")),
-    "philly-json-start-number": Case("philly", {"cluster_job_log": philly(philly_job("b", attempts=[attempt(start=12345)]))},
-                                     "cluster_job_log", ("row 2", "'attempts'", "'12345'")),
-    "philly-json-vc-not-in-philly": Case("philly", {"cluster_job_log": philly()}, "cluster_job_log",
-                                         ("row 1", "'vcA'", "'vc'", "philly", "drop"), "simulate", ("--cluster", "philly")),
+    "philly-json-detail-string": one("philly", "cluster_job_log",
+                                     philly(philly_job("b", attempts=[attempt(detail="m0")])),
+                                     "row 2", "'detail'", '"m0"', subprocess=True),
+    "philly-json-gpus-number": one("philly", "cluster_job_log",
+                                   philly(philly_job("b", attempts=[attempt(detail=[{"ip": "m0", "gpus": 4}])])),
+                                   "row 2", "'gpus'", "got 4"),
+    "philly-json-attempts-object": one("philly", "cluster_job_log",
+                                       philly(philly_job("b", attempts={"start_time": "x"})),
+                                       "row 2", "'attempts'", "list of objects"),
+    "philly-json-job-not-object": one("philly", "cluster_job_log", philly("b"), "row 2", "JSON object", '"b"'),
+    "philly-json-not-a-list": one("philly", "cluster_job_log", json.dumps({"jobs": []}),
+                                  "cluster_job_log", "JSON list"),
+    "philly-json-truncated": one("philly", "cluster_job_log", philly()[:-20], "not valid JSON", "line 1"),
+    "philly-json-nested-too-deeply": one("philly", "cluster_job_log", "[" * 100_000 + "]" * 100_000,
+                                         "not valid JSON", "nested"),
+    "philly-json-not-utf8": one("philly", "cluster_job_log", philly(philly_job("b", user="u\udcfe")),
+                                "row 2", "'user'", "UTF-8", r"\xfe"),
+    "philly-json-bad-submitted": one("philly", "cluster_job_log", philly(philly_job("b", submitted_time="yesterday")),
+                                     "row 2", "'submitted_time'", "'yesterday'"),
+    "philly-json-start-number": one("philly", "cluster_job_log", philly(philly_job("b", attempts=[attempt(12345)])),
+                                    "row 2", "'attempts'", "'12345'"),
+    "philly-json-vc-not-in-philly": one("philly", "cluster_job_log", philly(), "row 1", "'vcA'", "'vc'", "philly",
+                                        "drop", command="simulate", args=("--cluster", "philly")),
     # --- philly CSVs (Tiresias/Chronus and Pollux layouts, detected) ----------------------------
-    "philly-csv-unknown-layout": Case("philly", {"trace.csv": "a,b\n1,2\n"}, "trace.csv",
-                                      ("trace.csv", "not a known Philly CSV")),
-    "philly-csv-num-gpu-text": Case("philly", {"trace.csv": CHRONUS + "1,vc_b,many,5500,760,alexnet,106,6,235,10,0,strict\n"},
-                                    "trace.csv", ("row 2", "'num_gpu'", "'many'")),
-    "philly-csv-model-not-utf8": Case("philly", {"trace.csv": CHRONUS + "1,vc_b,1,5500,760,alex\udce9net,106,6,235,10,0,strict\n"},
-                                      "trace.csv", ("row 2", "'model_name'", "UTF-8")),
-    "philly-csv-empty": Case("philly", {"trace.csv": ""}, "trace.csv", ("trace.csv", "empty")),
+    "philly-csv-unknown-layout": one("philly", "trace.csv", "a,b\n1,2\n", "trace.csv", "not a known Philly CSV"),
+    "philly-csv-num-gpu-text": one("philly", "trace.csv", CHRONUS + "1,vc_b,many,5500,760,alexnet,106,6,235,10,0,x\n",
+                                   "row 2", "'num_gpu'", "'many'"),
+    "philly-csv-model-not-utf8": one("philly", "trace.csv", CHRONUS + "1,vc_b,1,5500,760,al\udce9x,106,6,235,10,0,x\n",
+                                     "row 2", "'model_name'", "UTF-8"),
+    "philly-csv-empty": one("philly", "trace.csv", "", "trace.csv", "empty"),
     # --- tiresias -------------------------------------------------------------------------------
-    "tiresias-zero-duration": Case("tiresias", {"t.csv": CHRONUS + "1,vc_b,1,5500,760,alexnet,0,6,235,10,0,strict\n"},
-                                   "t.csv", ("row 2", "'duration'", "positive", "got 0")),
-    "tiresias-bad-deadline": Case("tiresias", {"t.csv": CHRONUS + "1,vc_b,1,5500,760,alexnet,9,6,soon,10,0,strict\n"},
-                                  "t.csv", ("row 2", "'expect_time_list'", "'soon'")),
-    "tiresias-directory": Case("tiresias", {"traces": None}, "traces", ("traces", "is a directory")),
-    "tiresias-too-big": Case("tiresias", {"t.csv": CHRONUS + "1,vc_b,64,5500,760,alexnet,9,6,235,10,0,strict\n"},
-                             "t.csv", ("row 2", "'num_gpu'", "64 GPUs", "at most 16"), "simulate", ("--cluster", "uniform:2x8")),
+    "tiresias-zero-duration": one("tiresias", "t.csv", CHRONUS + "1,vc_b,1,5500,760,alexnet,0,6,235,10,0,strict\n",
+                                  "row 2", "'duration'", "positive", "got 0"),
+    "tiresias-bad-deadline": one("tiresias", "t.csv", CHRONUS + "1,vc_b,1,5500,760,alexnet,9,6,soon,10,0,strict\n",
+                                 "row 2", "'expect_time_list'", "'soon'"),
+    "tiresias-directory": one("tiresias", "traces", None, "traces", "is a directory"),
+    "tiresias-too-big": one("tiresias", "t.csv", CHRONUS + "1,vc_b,64,5500,760,alexnet,9,6,235,10,0,strict\n",
+                            "row 2", "'num_gpu'", "64 GPUs", "at most 16",
+                            command="simulate", args=("--cluster", "uniform:2x8")),
     # --- pollux-philly --------------------------------------------------------------------------
-    "pollux-bad-timestamp": Case("pollux-philly", {"philly.csv": POLLUX + "yesterday,20.0,2,40.0,6214e9\n"}, "philly.csv",
-                                 ("row 2", "'timestamp'", "'yesterday'")),
-    "pollux-fractional-gpus": Case("pollux-philly", {"philly.csv": POLLUX + "2017-10-09 06:13:03,20.0,1.5,30.0,x\n"},
-                                   "philly.csv", ("row 2", "'num_gpus'", "whole number")),
-    "pollux-unsorted-too-big": Case(
-        "pollux-philly", {"philly.csv": POLLUX + "2017-10-09 08:00:00,20.0,2,40.0,6214e9\n2017-10-01 00:00:00,20.0,128,40.0,6214e9\n"},
-        "philly.csv", ("row 3", "job '3'", "'num_gpus'", "128 GPUs"), "simulate", ("--cluster", "uniform:4x8"), subprocess=True),
-    "pollux-cluster-not-in-philly": Case(
-        "pollux-philly", {"philly.csv": POLLUX + "2017-10-08 00:00:00,20.0,2,40.0,23dbec\n"}, "philly.csv",
-        ("row 2", "'23dbec'", "1 in all", "'cluster'", "philly", "drop", "rename"), "simulate", ("--cluster", "philly")),
+    "pollux-bad-timestamp": one("pollux-philly", "philly.csv", POLLUX + "yesterday,20.0,2,40.0,6214e9\n",
+                                "row 2", "'timestamp'", "'yesterday'"),
+    "pollux-fractional-gpus": one("pollux-philly", "philly.csv", POLLUX + "2017-10-09 06:13:03,20.0,1.5,30.0,x\n",
+                                  "row 2", "'num_gpus'", "whole number"),
+    "pollux-unsorted-too-big": one(
+        "pollux-philly", "philly.csv",
+        POLLUX + "2017-10-09 08:00:00,20.0,2,40.0,6214e9\n2017-10-01 00:00:00,20.0,128,40.0,6214e9\n",
+        "row 3", "job '3'", "'num_gpus'", "128 GPUs",
+        command="simulate", args=("--cluster", "uniform:4x8"), subprocess=True),
+    "pollux-cluster-not-in-philly": one(
+        "pollux-philly", "philly.csv", POLLUX + "2017-10-08 00:00:00,20.0,2,40.0,23dbec\n",
+        "row 2", "'23dbec'", "1 in all", "'cluster'", "philly", "drop", "rename",
+        command="simulate", args=("--cluster", "philly")),
     # --- gfs ------------------------------------------------------------------------------------
-    "gfs-bad-job-type": Case("gfs", {"job_info_df.csv": GFS + GFS_OK + "2,13,A10,20,1,1,0,100,Batch\n"}, "job_info_df.csv",
-                             ("row 2", "'job_type'", "'Batch'")),
-    "gfs-zero-workers": Case("gfs", {"job_info_df.csv": GFS + GFS_OK + "3,13,A10,20,1,0,0,10,HP\n"}, "job_info_df.csv",
-                             ("row 2", "'worker_num'", "positive")),
-    "gfs-unknown-gpu-model": Case("gfs", {"job_info_df.csv": GFS + GFS_OK + "3,13,H100,20,1,1,5,10,HP\n"}, "job_info_df.csv",
-                                  ("row 2", "'gpu_model'", "'H100'"), "simulate", ("--cluster", "uniform:2x8")),
-    "gfs-missing-file": Case("gfs", {}, "job_info_df.csv", ("job_info_df.csv", "not found")),
+    "gfs-bad-job-type": one("gfs", "job_info_df.csv", GFS + "2,13,A10,20,1,1,0,100,Batch\n",
+                            "row 2", "'job_type'", "'Batch'"),
+    "gfs-zero-workers": one("gfs", "job_info_df.csv", GFS + "3,13,A10,20,1,0,0,10,HP\n",
+                            "row 2", "'worker_num'", "positive"),
+    "gfs-unknown-gpu-model": one("gfs", "job_info_df.csv", GFS + "3,13,H100,20,1,1,5,10,HP\n",
+                                 "row 2", "'gpu_model'", "'H100'",
+                                 command="simulate", args=("--cluster", "uniform:2x8")),
+    "gfs-missing-file": Case("gfs", "job_info_df.csv", {}, ("job_info_df.csv", "not found")),
     # --- pai ------------------------------------------------------------------------------------
-    "pai-no-task-table": Case("pai", {"pai/pai_job_table.csv": PAI_JOBS}, "pai", ("pai_task_table.csv", "not found"),
-                              subprocess=True),
-    "pai-plan-gpu-text": Case("pai", {"pai/pai_job_table.csv": PAI_JOBS, "pai/pai_task_table.csv": PAI_TASKS.replace("800.0", "lots")},
-                              "pai", ("pai_task_table.csv", "row 2", "'plan_gpu'", "'lots'")),
-    "pai-ends-before-start": Case("pai", {"pai/pai_job_table.csv": PAI_JOBS.replace("900.0,1000.0", "900.0,940.0"), "pai/pai_task_table.csv": PAI_TASKS},
-                                  "pai", ("pai_job_table.csv", "row 2", "'end_time'", "got -10 s")),
-    "pai-extra-field": Case("pai", {"pai/pai_job_table.csv": PAI_JOBS.replace("1600.0\n", "1600.0,x\n"), "pai/pai_task_table.csv": PAI_TASKS},
-                            "pai", ("pai_job_table.csv", "row 1", "7 fields", "6 columns")),
-    "pai-gpu-type-not-utf8": Case("pai", {"pai/pai_job_table.csv": PAI_JOBS, "pai/pai_task_table.csv": PAI_TASKS.replace("V100", "V\udcb1")},
-                                  "pai", ("pai_task_table.csv", "row 2", "'gpu_type'", "UTF-8")),
+    "pai-no-task-table": Case("pai", "pai", pai(tasks=None), ("pai_task_table.csv", "not found"), subprocess=True),
+    "pai-plan-gpu-text": Case("pai", "pai", pai(tasks=PAI_TASKS.replace("800.0", "lots")),
+                              ("pai_task_table.csv", "row 2", "'plan_gpu'", "'lots'")),
+    "pai-ends-before-start": Case("pai", "pai", pai(jobs=PAI_JOBS.replace("900.0,1000.0", "900.0,940.0")),
+                                  ("pai_job_table.csv", "row 2", "'end_time'", "got -10 s")),
+    "pai-extra-field": Case("pai", "pai", pai(jobs=PAI_JOBS.replace("1600.0\n", "1600.0,x\n")),
+                            ("pai_job_table.csv", "row 1", "7 fields", "6 columns")),
+    "pai-gpu-type-not-utf8": Case("pai", "pai", pai(tasks=PAI_TASKS.replace("V100", "V\udcb1")),
+                                  ("pai_task_table.csv", "row 2", "'gpu_type'", "UTF-8")),
     # --- openb ----------------------------------------------------------------------------------
-    "openb-deleted-before-scheduled": Case("openb", {"pods.csv": OPENB + OPENB_OK + "p1,1000,1,1,500,,LS,Running,100,90,100\n"},
-                                           "pods.csv", ("row 2", "'deletion_time'", "got -10 s")),
-    "openb-zero-gpu-milli": Case("openb", {"pods.csv": OPENB + OPENB_OK + "p1,1000,1,1,0,,LS,Running,100,200,100\n"},
-                                 "pods.csv", ("row 2", "'gpu_milli'", "positive")),
-    "openb-creation-text": Case("openb", {"pods.csv": OPENB + OPENB_OK + "p1,1000,1,1,500,,LS,Running,soon,200,100\n"},
-                                "pods.csv", ("row 2", "'creation_time'", "'soon'")),
-    "openb-directory": Case("openb", {"csv": None}, "csv", ("csv", "is a directory")),
+    "openb-deleted-before-scheduled": one("openb", "pods.csv", OPENB + "p1,1000,1,1,500,,LS,Running,100,90,100\n",
+                                          "row 2", "'deletion_time'", "got -10 s"),
+    "openb-zero-gpu-milli": one("openb", "pods.csv", OPENB + "p1,1000,1,1,0,,LS,Running,100,200,100\n",
+                                "row 2", "'gpu_milli'", "positive"),
+    "openb-creation-text": one("openb", "pods.csv", OPENB + "p1,1000,1,1,500,,LS,Running,soon,200,100\n",
+                               "row 2", "'creation_time'", "'soon'"),
+    "openb-directory": one("openb", "csv", None, "csv", "is a directory"),
     # --- elasticflow ----------------------------------------------------------------------------
-    "elasticflow-negative-duration": Case("elasticflow", {"cluster01.csv": ITP + "u2,1932030,-600,2\n"}, "cluster01.csv",
-                                          ("cluster01.csv", "row 2", "'duration'", "got -600 s")),
-    "elasticflow-not-utf8": Case("elasticflow", {"cluster01.csv": ITP + "u2,1932030,\udcff\udcfe,2\n"}, "cluster01.csv",
-                                 ("row 2", "'duration'", "UTF-8", r"\xff\xfe"), subprocess=True),
-    "elasticflow-ragged": Case("elasticflow", {"cluster01.csv": ITP + "u2,1,2,1,9,9\n"}, "cluster01.csv",
-                               ("row 2", "line 3", "6 fields")),
-    "elasticflow-nan-duration": Case("elasticflow", {"cluster01.csv": ITP + "u2,1932030,NaN,2\n"}, "cluster01.csv",
-                                     ("row 2", "'duration'", "finite", "got nan")),
+    "elasticflow-negative-duration": one("elasticflow", "cluster01.csv", ITP + "u2,1932030,-600,2\n",
+                                         "cluster01.csv", "row 2", "'duration'", "got -600 s"),
+    "elasticflow-not-utf8": one("elasticflow", "cluster01.csv", ITP + "u2,1932030,\udcff\udcfe,2\n",
+                                "row 2", "'duration'", "UTF-8", r"\xff\xfe", subprocess=True),
+    "elasticflow-ragged": one("elasticflow", "cluster01.csv", ITP + "u2,1,2,1,9,9\n", "row 2", "line 3", "6 fields"),
+    "elasticflow-nan-duration": one("elasticflow", "cluster01.csv", ITP + "u2,1932030,NaN,2\n",
+                                    "row 2", "'duration'", "finite", "got nan"),
     # --- csv with a column mapping --------------------------------------------------------------
-    "csv-negative-minutes": Case("csv", {"jobs.csv": JOBS + "b,4,1,-3,y\n"}, "jobs.csv",
-                                 ("row 2", "'minutes'", "positive", "got -180 s"), args=MAP),
-    "csv-map-missing-column": Case("csv", {"jobs.csv": JOBS}, "jobs.csv", ("jobs.csv", "'runtime'", "missing"),
-                                   args=("--map", "duration_s=runtime")),
-    "csv-map-unknown-canonical": Case("csv", {"jobs.csv": JOBS}, "jobs.csv", ("unknown canonical", "'gpu_count'"),
-                                      args=(*MAP, "--map", "gpu_count=gpus")),
-    "csv-bad-time-unit": Case("csv", {"jobs.csv": JOBS}, "jobs.csv", ("time unit", "'days'"), args=(*MAP[:-1], "days")),
-    "csv-zero-gpus": Case("csv", {"jobs.csv": JOBS + "b,4,0,3,y\n"}, "jobs.csv", ("row 2", "'gpus'", "0 GPUs", "--skip-cpu-jobs"),
-                          "simulate", (*MAP, "--cluster", "uniform:2x8")),
-    "csv-who-not-utf8": Case("csv", {"jobs.csv": JOBS + "b,4,1,3,\udcc3(\n"}, "jobs.csv",
-                             ("row 2", "'who'", "UTF-8"), "characterize", MAP),
+    "csv-negative-minutes": one("csv", "jobs.csv", JOBS + "b,4,1,-3,y\n",
+                                "row 2", "'minutes'", "positive", "got -180 s", args=MAP),
+    "csv-map-missing-column": one("csv", "jobs.csv", JOBS, "jobs.csv", "'runtime'", "missing",
+                                  args=("--map", "duration_s=runtime")),
+    "csv-map-unknown-canonical": one("csv", "jobs.csv", JOBS, "unknown canonical", "'gpu_count'",
+                                     args=(*MAP, "--map", "gpu_count=gpus")),
+    "csv-bad-time-unit": one("csv", "jobs.csv", JOBS, "time unit", "'days'", args=(*MAP[:-1], "days")),
+    "csv-zero-gpus": one("csv", "jobs.csv", JOBS + "b,4,0,3,y\n", "row 2", "'gpus'", "0 GPUs", "--skip-cpu-jobs",
+                         command="simulate", args=(*MAP, "--cluster", "uniform:2x8")),
+    "csv-who-not-utf8": one("csv", "jobs.csv", JOBS + "b,4,1,3,\udcc3(\n", "row 2", "'who'", "UTF-8",
+                            command="characterize", args=MAP),
     # --- characterize gets the same errors ------------------------------------------------------
-    "characterize-helios-negative": Case("helios", {"log.csv": helios(helios_row(2, duration="-600"))}, "log.csv",
-                                         ("row 2", "'duration'", "got -600 s"), "characterize"),
-    "characterize-philly-json-gpus": Case("philly", {"cluster_job_log": philly(philly_job("b", attempts=[{**attempt(), "detail": [{"gpus": "gpu0"}]}]))},
-                                          "cluster_job_log", ("row 2", "'gpus'", '"gpu0"'), "characterize"),
+    "characterize-helios-negative": one("helios", "log.csv", helios(helios_row(2, duration="-600")),
+                                        "row 2", "'duration'", "got -600 s", command="characterize"),
+    "characterize-philly-json-gpus": one("philly", "cluster_job_log",
+                                         philly(philly_job("b", attempts=[attempt(detail=[{"gpus": "gpu0"}])])),
+                                         "row 2", "'gpus'", '"gpu0"', command="characterize"),
+    "characterize-gfs-directory": one("gfs", "gfs", None, "gfs", "is a directory", command="characterize"),
     # --- cluster files given with --cluster -----------------------------------------------------
-    "cluster-gpu-numbers-not-utf8": Case("elasticflow", {"cluster01.csv": ITP, "gpus.csv": "date,vc\udcff\n2020-09-01,8\n"},
-                                         "cluster01.csv", ("gpus.csv", "cannot read", "utf-8"), "simulate",
-                                         ("--cluster", "helios:{dir}/gpus.csv")),
-    "cluster-inventory-cpu-text": Case("elasticflow", {"cluster01.csv": ITP, "nodes.csv": "gpu_model,gpu_capacity_num,cpu_num,node_name\nA10,1,many,n1\n"},
-                                       "cluster01.csv", ("nodes.csv", "row 1", "'cpu_num'", "'many'"), "characterize",
-                                       ("--cluster", "gfs:{dir}/nodes.csv")),
-    "characterize-gfs-directory": Case("gfs", {"gfs": None}, "gfs", ("gfs", "is a directory"), "characterize"),
+    "cluster-gpu-numbers-not-utf8": with_file("elasticflow", "cluster01.csv", ITP, {"gpus.csv": "date,v\udcff\n"},
+                                              "gpus.csv", "cannot read", "utf-8",
+                                              command="simulate", args=("--cluster", "helios:{dir}/gpus.csv")),
+    "cluster-inventory-cpu-text": with_file("elasticflow", "cluster01.csv", ITP,
+                                            {"nodes.csv": NODES + "A10,1,many,n1\n"},
+                                            "nodes.csv", "row 1", "'cpu_num'", "'many'",
+                                            command="characterize", args=("--cluster", "gfs:{dir}/nodes.csv")),
 }  # fmt: skip
 
 
@@ -241,7 +272,8 @@ def run(case: Case, folder: Path) -> tuple[int, str]:
     """Exit code and stderr of the CLI on ``case``."""
     args = command(case, folder)
     if case.subprocess:
-        done = subprocess.run([sys.executable, "-m", "schedlab.cli", *args], capture_output=True, text=True, timeout=120)
+        argv = [sys.executable, "-m", "schedlab.cli", *args]
+        done = subprocess.run(argv, capture_output=True, text=True, timeout=120)
         return done.returncode, done.stderr
     result = CliRunner().invoke(app, args)
     return result.exit_code, result.stderr

@@ -31,11 +31,12 @@ from schedlab.workload.schema import Workload
 
 @dataclass(frozen=True)
 class LoaderInfo:
-    """A registered trace format."""
+    """A registered trace format; ``folder``: it also reads a folder of files."""
 
     name: str
     description: str
     function: Callable[..., Workload]
+    folder: bool = False
 
     @property
     def options(self) -> tuple[str, ...]:
@@ -60,7 +61,7 @@ LOADERS: MappingProxyType[str, LoaderInfo] = _registry(
         "pollux-philly", "Pollux's Philly excerpt philly.csv (timestamp, duration, num_gpus, cluster)", load_pollux_philly
     ),
     LoaderInfo("gfs", "Alibaba GFS spot-GPU job_info_df.csv (ASPLOS '26)", load_gfs),
-    LoaderInfo("pai", "Alibaba PAI 2020 pai_job_table + pai_task_table (NSDI '22)", load_pai),
+    LoaderInfo("pai", "Alibaba PAI 2020 pai_job_table + pai_task_table (NSDI '22)", load_pai, folder=True),
     LoaderInfo("openb", "Alibaba 2023 openb_pod_list_*.csv GPU-sharing pods (ATC '23)", load_openb),
     LoaderInfo("elasticflow", "Microsoft ITP cluster*.csv from ElasticFlow (ASPLOS '23)", load_elasticflow),
     LoaderInfo(
@@ -81,7 +82,7 @@ def load_trace(path: str | Path, fmt: str, **options: Any) -> Workload:
     path = Path(path)
     if not path.exists():
         raise InputError("file not found", file=str(path))
-    if path.is_dir() and fmt != "pai":
+    if path.is_dir() and not info.folder:
         raise InputError(f"is a directory; format {fmt!r} reads a file", file=str(path))
     try:
         return info.function(path, **options)

@@ -1,0 +1,70 @@
+"""Results stay identical across a refactor: a digest of each policy's jobs table on fixed workloads.
+
+Runs fifo, sjf, srtf, tiresias and qssf on 3,000 Venus-like jobs (qssf trained on the first
+40 hours), and gfs, yarn-cs-preempt, chronus, lyra and fgd on 20,000 GFS-like jobs (load 0.9, spot
+x2, durations capped at 7 days, as benchmarks/gfs_eval.py) on the GFS inventory, every run with seed 0 and the default engine settings, and prints the SHA-256 of
+each jobs table's content (values and dtypes; independent of the Parquet writer). ``--save``
+writes the digests, ``--check`` compares with saved ones and exits 1 on any difference.
+
+    python benchmarks/check_identical.py --save benchmarks/identical_before.json   # before a change
+    python benchmarks/check_identical.py --check benchmarks/identical_before.json  # after it
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import sys
+import tempfile
+import time
+from concurrent.futures import ProcessPoolExecutor
+from pathlib import Path
+
+CLASSIC = ("fifo", "sjf", "srtf", "tiresias", "qssf")
+SPOT = ("gfs", "yarn-cs-preempt", "chronus", "lyra", "fgd")
+
+
+def digest(policy: str) -> tuple[str, str, float]:
+    import pandas as pd
+
+    from schedlab.experiments.run import RunSpec, WorkloadSpec, simulate_run
+
+    if policy in CLASSIC:
+        workload = WorkloadSpec(synthetic="venus", jobs=3000, seed=0,
+                                train_until_s=40 * 3600.0 if policy == "qssf" else None)  # fmt: skip
+    else:
+        workload = WorkloadSpec(synthetic="gfs", jobs=20000, seed=0, load=0.9,
+                                options={"spot_scale": 2.0, "max_duration_s": 7 * 86400.0})  # fmt: skip
+    t0 = time.perf_counter()
+    with tempfile.TemporaryDirectory() as out:
+        simulate_run(RunSpec(workload, None, policy), Path(out))
+        jobs = pd.read_parquet(Path(out) / "jobs.parquet")
+    content = pd.util.hash_pandas_object(jobs, index=False).to_numpy().tobytes()
+    types = ",".join(f"{c}:{t}" for c, t in jobs.dtypes.astype(str).items()).encode()
+    return policy, hashlib.sha256(types + content).hexdigest(), time.perf_counter() - t0
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    action = parser.add_mutually_exclusive_group()
+    action.add_argument("--save", type=Path, help="write the digests to this JSON file")
+    action.add_argument("--check", type=Path, help="compare with the digests in this JSON file")
+    parser.add_argument("--processes", type=int, default=2)
+    args = parser.parse_args()
+    with ProcessPoolExecutor(args.processes) as pool:
+        results = list(pool.map(digest, CLASSIC + SPOT))
+    digests = {policy: value for policy, value, _ in results}
+    expected = json.loads(args.check.read_text()) if args.check else {}
+    for policy, value, wall in results:
+        verdict = "" if not expected else ("identical" if expected.get(policy) == value else "DIFFERENT")
+        print(f"{policy:<16} {value[:16]}  {wall:6.1f} s  {verdict}")
+    if args.save:
+        args.save.write_text(json.dumps(digests, indent=2) + "\n")
+        print(f"saved {args.save}")
+    if expected and expected != digests:
+        sys.exit(1)
+
+
+if __name__ == "__main__":
+    main()

@@ -33,6 +33,7 @@ import pandas as pd
 
 from schedlab.energy.ces import CESConfig, arrival_check, history_trend, periodic_check
 from schedlab.energy.report import plot_nodes, table5
+from schedlab.extras import require
 from schedlab.policies.base import Policy
 from schedlab.predict.node_demand import ForecastConfig, NodeDemandForecaster, smape
 from schedlab.sim.job import PENDING, Job
@@ -63,6 +64,8 @@ class CESPolicy(Policy):
         min_train_days: float = 2.0,
         retrain_s: float = 86400.0,
     ) -> None:
+        if config.use_forecast:
+            require("lightgbm", "CES")  # now, not when the forecaster first trains days into the run
         self.inner = inner
         self.config = config
         self.name = f"{inner.name}+{'ces' if config.use_forecast else 'drs'}"

@@ -22,15 +22,18 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 
-import lightgbm as lgb
 import numpy as np
 import pandas as pd
-import torch
-from torch import nn
 
 from schedlab.errors import ConfigError
+from schedlab.extras import require
 from schedlab.predict.demand_series import DemandSeries, org_attributes
-from schedlab.predict.orglinear import SeriesDecomposition, deterministic_torch, window_starts
+from schedlab.predict.orglinear import SeriesDecomposition, window_starts
+from schedlab.predict.orglinear_net import deterministic_torch
+
+lgb = require("lightgbm", "the demand-forecast baselines")
+torch = require("torch", "the demand-forecast baselines")
+nn = torch.nn
 
 
 @dataclass(frozen=True)

@@ -29,11 +29,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-import lightgbm as lgb
 import numpy as np
 import pandas as pd
 
+from schedlab.extras import require
 from schedlab.predict.names import NameClusters, similar_names
+
+lgb = require("lightgbm", "qssf's duration predictor")
 
 _RECENT = 64  # the decayed mean looks at this many most recent similar jobs (0.5 ** 64 ~ 0)
 

@@ -6,8 +6,11 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 
 import numpy as np
-from rapidfuzz import process
-from rapidfuzz.distance import Levenshtein
+
+from schedlab.extras import require
+
+_rapidfuzz = require("rapidfuzz", "qssf's duration predictor")
+process, Levenshtein = _rapidfuzz.process, _rapidfuzz.distance.Levenshtein
 
 
 def similar_names(name: str, choices: Sequence[str], threshold: float) -> list[str]:

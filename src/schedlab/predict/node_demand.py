@@ -21,12 +21,16 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-import lightgbm as lgb
 import numpy as np
 import pandas as pd
 
 from schedlab.errors import ConfigError
+from schedlab.extras import require
+
+if TYPE_CHECKING:
+    import lightgbm as lgb
 
 
 @dataclass(frozen=True)
@@ -130,6 +134,7 @@ class NodeDemandForecaster:
     def fit(self, y: pd.Series) -> "NodeDemandForecaster":
         """Train on a regular series of busy nodes, one copy of the rows per lead in
         ``train_leads`` (rows whose target is unknown are dropped)."""
+        lgb = require("lightgbm", "the CES node-demand forecaster")
         frames, labels = [], []
         for lead in self.config.train_leads:
             change = (y - y.shift(lead)).to_numpy()

@@ -29,100 +29,52 @@ the network and added back after it (level normalisation, so one set of weights 
 and large organisations and a rising level does not bias the forecast); one model is shared
 by all organisations; training uses Adam on windows taken every ``stride`` hours.
 Training is deterministic: a forked torch RNG seeded with ``seed``, deterministic algorithms
-and a fixed thread count, restored afterwards.
+and a fixed thread count, restored afterwards. The network and its training are in
+:mod:`schedlab.predict.orglinear_net`, imported on use: torch comes with the 'forecast' extra.
 """
 
 from __future__ import annotations
 
-import math
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from statistics import NormalDist
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
-import torch
-from torch import nn
 
 from schedlab.errors import ConfigError
+from schedlab.extras import require
 from schedlab.predict.demand_series import DemandSeries, org_attributes
+
+if TYPE_CHECKING:
+    import torch
+
+    from schedlab.predict.orglinear_net import OrgLinearNet
 
 ATTRIBUTES = ("org_index", "size_bucket", "variability_bucket")
 
 
-@contextmanager
-def deterministic_torch(seed: int, threads: int = 1) -> Iterator[None]:
-    """Seed a forked torch RNG, force deterministic algorithms and ``threads`` threads; restore all on exit."""
-    was_deterministic = torch.are_deterministic_algorithms_enabled()
-    was_threads = torch.get_num_threads()
-    with torch.random.fork_rng(devices=[]):
-        torch.manual_seed(seed)
-        torch.use_deterministic_algorithms(True)
-        torch.set_num_threads(threads)
-        try:
-            yield
-        finally:
-            torch.use_deterministic_algorithms(was_deterministic)
-            torch.set_num_threads(was_threads)
-
-
-class SeriesDecomposition(nn.Module):
+class SeriesDecomposition:
     """Trend = moving average of the padded sequence, cycle = input - trend (eq. 1-2).
 
     ``mode`` is "reflect" for OrgLinear; "replicate" gives DLinear's edge padding. The output
-    keeps the input length; ``x`` is (batch, length) and longer than ``kernel // 2``.
+    keeps the input length; ``x`` is (batch, length) and longer than ``kernel // 2``. It has no
+    weights, so it is a plain callable, not a torch module: this module imports without torch.
     """
 
     def __init__(self, kernel: int, mode: str = "reflect") -> None:
-        super().__init__()
         if kernel < 1 or kernel % 2 == 0:
             raise ConfigError(f"the moving-average kernel must be a positive odd number (got {kernel})")
         self.kernel = kernel
         self.mode = mode
-        self.pool = nn.AvgPool1d(kernel, stride=1)
 
-    def forward(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    def __call__(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        functional = require("torch", "OrgLinear").nn.functional
         pad = self.kernel // 2
-        padded = nn.functional.pad(x.unsqueeze(1), (pad, pad), mode=self.mode) if pad else x.unsqueeze(1)
-        trend = self.pool(padded).squeeze(1)
+        padded = functional.pad(x.unsqueeze(1), (pad, pad), mode=self.mode) if pad else x.unsqueeze(1)
+        trend = functional.avg_pool1d(padded, self.kernel, stride=1).squeeze(1)
         return trend, x - trend
-
-
-class OrgLinearNet(nn.Module):
-    """The OrgLinear network (eq. 1-7): returns the mean and variance per future hour."""
-
-    def __init__(self, lookback: int, horizon: int, levels: tuple[int, ...], *, dim: int = 16, kernel: int = 25) -> None:
-        super().__init__()
-        self.decompose = SeriesDecomposition(kernel, "reflect")
-        self.trend_head = nn.Linear(lookback, horizon)
-        self.cycle_head = nn.Linear(lookback, horizon)
-        self.hour = nn.Embedding(24, dim)
-        self.weekday = nn.Embedding(7, dim)
-        self.holiday = nn.Embedding(2, dim)
-        self.attributes = nn.ModuleList(nn.Embedding(n, dim) for n in levels)
-        self.query = nn.Linear(lookback, dim)
-        self.mean_out = nn.Linear(dim, 1, bias=False)
-        self.var_context = nn.Linear(lookback, horizon)
-        self.var_out = nn.Linear(dim, 1)
-        self.dim = dim
-
-    def forward(
-        self, x: torch.Tensor, calendar: torch.Tensor, attrs: torch.Tensor
-    ) -> tuple[torch.Tensor, torch.Tensor]:
-        """``x`` (B, L) normalised history, ``calendar`` (B, H, 3) hour/weekday/holiday codes,
-        ``attrs`` (B, m) attribute codes -> mean, variance (B, H)."""
-        trend, cycle = self.decompose(x)
-        base = self.trend_head(trend) + self.cycle_head(cycle)
-        time_emb = self.hour(calendar[..., 0]) + self.weekday(calendar[..., 1]) + self.holiday(calendar[..., 2])
-        keys = torch.stack([emb(attrs[:, j]) for j, emb in enumerate(self.attributes)], dim=1)
-        scores = torch.einsum("bmd,bd->bm", keys, self.query(x)) / math.sqrt(self.dim)
-        org = torch.einsum("bm,bmd->bd", torch.softmax(scores, dim=1), keys)
-        z = torch.tanh(time_emb + org.unsqueeze(1))
-        mean = base + self.mean_out(z).squeeze(-1)
-        var = nn.functional.softplus(self.var_context(cycle.abs()) + self.var_out(z).squeeze(-1)) + 1e-6
-        return mean, var
 
 
 @dataclass(frozen=True)
@@ -197,6 +149,8 @@ class OrgLinear:
 
     def fit(self, series: DemandSeries) -> "OrgLinear":
         """Train on every window of ``series`` (records the mean loss of each epoch in ``losses``)."""
+        from schedlab.predict.orglinear_net import fit_net
+
         c = self.config
         values = series.values
         starts = window_starts(values.shape[1], c.lookback, c.horizon, c.stride)
@@ -212,11 +166,7 @@ class OrgLinear:
         attrs = self.attributes.loc[:, list(ATTRIBUTES)].to_numpy()[org_idx]
         levels = tuple(int(self.attributes[a].max()) + 1 for a in ATTRIBUTES)
         t0 = time.perf_counter()
-        with deterministic_torch(self.seed, c.threads):
-            self.net = OrgLinearNet(c.lookback, c.horizon, levels, dim=c.dim, kernel=c.kernel)
-            tensors = (torch.tensor(x, dtype=torch.float32), torch.tensor(calendar), torch.tensor(attrs),
-                       torch.tensor(target, dtype=torch.float32))  # fmt: skip
-            self.losses = _train(self.net, tensors, c)
+        self.net, self.losses = fit_net(x, calendar, attrs, target, levels, c, self.seed)
         self.train_seconds = time.perf_counter() - t0
         return self
 
@@ -233,6 +183,8 @@ class OrgLinear:
     def forecast(self, series: DemandSeries, end: int | None = None) -> OrgForecast:
         """Forecast the ``horizon`` hours after position ``end`` (default: the end of
         ``series``) from the ``lookback`` hours before it, for the organisations trained on."""
+        from schedlab.predict.orglinear_net import run_net
+
         if self.net is None or self.attributes is None or self.scale is None:
             raise ConfigError("OrgLinear is not trained")
         c = self.config
@@ -249,29 +201,6 @@ class OrgLinear:
         index = series.hours_after(end, c.horizon)
         cal = np.broadcast_to(series.calendar(index).to_numpy(), (len(orgs), c.horizon, 3))
         attrs = self.attributes.loc[:, list(ATTRIBUTES)].to_numpy()
-        with deterministic_torch(self.seed, c.threads), torch.no_grad():
-            mean, var = self.net(torch.tensor(x, dtype=torch.float32), torch.tensor(np.ascontiguousarray(cal)),
-                                 torch.tensor(attrs))  # fmt: skip
+        mean, var = run_net(self.net, x, np.ascontiguousarray(cal), attrs, self.seed, c.threads)
         s = self.scale[:, None]
-        return OrgForecast(orgs, index, mean.double().numpy() * s + level, var.double().numpy() * s**2)
-
-
-def _train(net: nn.Module, tensors: tuple[torch.Tensor, ...], c: OrgLinearConfig) -> list[float]:
-    """Adam on the Gaussian NLL (eq. 8); returns the mean loss of each epoch."""
-    x, cal, attrs, target = tensors
-    loss_fn = nn.GaussianNLLLoss(eps=1e-6)
-    opt = torch.optim.Adam(net.parameters(), lr=c.learning_rate)
-    losses = []
-    for _ in range(c.epochs):
-        order = torch.randperm(len(x))
-        total = 0.0
-        for i in range(0, len(x), c.batch_size):
-            b = order[i : i + c.batch_size]
-            mean, var = net(x[b], cal[b], attrs[b])
-            loss = loss_fn(mean, target[b], var)
-            opt.zero_grad()
-            loss.backward()
-            opt.step()
-            total += float(loss.detach()) * len(b)
-        losses.append(total / len(x))
-    return losses
+        return OrgForecast(orgs, index, mean * s + level, var * s**2)

@@ -35,6 +35,7 @@ import numpy as np
 import pandas as pd
 
 from schedlab.errors import ConfigError
+from schedlab.extras import require
 from schedlab.policies.gfs.sqa import Key, WeeklyPeak, sum_by_model
 from schedlab.predict.demand_series import HOUR_S, NOMINAL_START, DemandSeries
 from schedlab.predict.orglinear import OrgForecast, OrgLinear, OrgLinearConfig
@@ -68,6 +69,7 @@ class OrgLinearForecaster:
     name = "orglinear"
 
     def __init__(self, settings: OnlineSettings | None = None, *, seed: int) -> None:
+        require("torch", "gfs's OrgLinear forecaster")  # now, not when it first trains hours into the run
         self.settings = settings or OnlineSettings()
         self.seed = seed
         self.fallback = WeeklyPeak()

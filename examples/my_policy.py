@@ -25,8 +25,8 @@ from collections import defaultdict
 from sortedcontainers import SortedList
 
 from schedlab.errors import ConfigError
-from schedlab.policies.base import Policy
-from schedlab.policies.placers import BestFit, Placer
+from schedlab.sim.policy import Policy
+from schedlab.policies.common.placers import BestFit, Placer
 from schedlab.sim.job import Job
 
 

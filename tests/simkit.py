@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 
 from schedlab.cluster.spec import ClusterSpec, GpuType, NodeSpec, TenantSpec
-from schedlab.policies.base import Policy
+from schedlab.sim.policy import Policy
 from schedlab.sim.engine import SimConfig, SimResult, Simulation
 from schedlab.sim.job import PENDING, Job
 from schedlab.workload.schema import Workload, canonical_frame
@@ -169,4 +169,4 @@ class Checked(Policy):
     def schedule(self, ctx: Simulation) -> None:
         self.inner.schedule(ctx)
         check_state(ctx)
-        assert ctx.pending_count == sum(1 for j in ctx.live.values() if j.state == PENDING)
+        assert ctx.pending_count == sum(1 for j in ctx.active.values() if j.state == PENDING)

@@ -401,7 +401,7 @@ def policies() -> None:
 
       schedlab policies
     """
-    from schedlab.policies.placers import PLACERS
+    from schedlab.policies.common.placers import PLACERS
     from schedlab.policies.registry import POLICIES
 
     table = Table("policy", "default placer", "what it does", title="policies")

@@ -9,12 +9,12 @@ import pytest
 from simkit import ZERO_COST, Checked, by_id, cluster, job, simulate
 
 from schedlab.errors import ConfigError
-from schedlab.policies import classic
-from schedlab.policies.base import Policy
-from schedlab.policies.placers import BestFit, Consolidate
+from schedlab.policies.classic import orders as classic
+from schedlab.sim.policy import Policy
+from schedlab.policies.common.placers import BestFit, Consolidate
 from schedlab.policies.registry import POLICIES, make_policy
-from schedlab.policies.tiresias import Tiresias
-from schedlab.policies.yarn_cs import YarnCapacity
+from schedlab.policies.classic.tiresias import Tiresias
+from schedlab.policies.classic.yarn_cs import YarnCapacity
 from schedlab.sim.engine import SimConfig, Simulation
 
 

@@ -9,10 +9,10 @@ import pytest
 
 from schedlab.cluster.spec import ClusterSpec, NodeSpec, gpu_type
 from schedlab.experiments.run import RunSpec, WorkloadSpec, simulate_run
-from schedlab.policies.base import Policy
+from schedlab.sim.policy import Policy
 from schedlab.cluster.state import ClusterState
-from schedlab.policies.chronus import Candidate, select
-from schedlab.policies.lyra import NodeSet
+from schedlab.policies.spot.chronus import Candidate, select
+from schedlab.policies.spot.lyra import NodeSet
 from schedlab.policies.registry import make_policy
 from schedlab.sim.engine import SimConfig, Simulation
 from simkit import Checked, cluster, job, workload

@@ -7,8 +7,8 @@ import pytest
 from simkit import cluster, job, make_job, workload
 
 from schedlab.cluster.spec import ClusterSpec
-from schedlab.policies.base import Policy
-from schedlab.policies.placers import BestFit, Consolidate, FirstFit, RandomFit, make_placer
+from schedlab.sim.policy import Policy
+from schedlab.policies.common.placers import BestFit, Consolidate, FirstFit, RandomFit, make_placer
 from schedlab.sim.engine import Simulation
 
 

@@ -7,12 +7,12 @@ import math
 
 import pytest
 
-from schedlab.policies import classic
-from schedlab.policies.base import Policy
+from schedlab.policies.classic import orders as classic
+from schedlab.sim.policy import Policy
 from schedlab.policies.gfs import build_gfs
-from schedlab.policies.placers import BestFit, Consolidate
-from schedlab.policies.tiresias import Tiresias
-from schedlab.policies.yarn_cs_preempt import YarnCsPreempt
+from schedlab.policies.common.placers import BestFit, Consolidate
+from schedlab.policies.classic.tiresias import Tiresias
+from schedlab.policies.spot.yarn_cs_preempt import YarnCsPreempt
 from schedlab.sim.engine import SimConfig
 from simkit import Checked, Scripted, by_id, cluster, job, simulate
 

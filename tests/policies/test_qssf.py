@@ -12,8 +12,8 @@ from typer.testing import CliRunner
 from schedlab.cli import app
 from schedlab.errors import ConfigError
 from schedlab.experiments.run import RunSpec, WorkloadSpec, simulate_run
-from schedlab.policies.placers import Consolidate
-from schedlab.policies.qssf import QSSF
+from schedlab.policies.common.placers import Consolidate
+from schedlab.policies.helios.qssf import QSSF
 from schedlab.policies.registry import PolicyOptions, make_policy
 
 # Past jobs, all finished by t=1000: "slow" runs long 1-GPU jobs, "quick" short 2-GPU ones,
@@ -26,14 +26,14 @@ HISTORY = workload([
 ])  # fmt: skip
 
 
-def qssf() -> Checked:
-    return Checked(QSSF(Consolidate(), history=HISTORY))
+def qssf(rows: list[dict]) -> Checked:
+    return Checked(QSSF(Consolidate(), submissions=workload(rows).jobs, history=HISTORY))
 
 
 def test_qssf_starts_the_job_with_the_least_predicted_gpu_time_not_the_first_submitted() -> None:
     rows = [job("blocker", 1000, 2, 100.0), job("a", 1001, 1, 900.0, user="slow", name="long_train"),
             job("b", 1002, 2, 10.0, user="quick", name="tiny_eval")]  # fmt: skip
-    out = by_id(simulate(rows, cluster([2]), qssf(), ZERO_COST))
+    out = by_id(simulate(rows, cluster([2]), qssf(rows), ZERO_COST))
     assert out.loc["b", "first_start_s"] == 1100.0
     assert out.loc["a", "first_start_s"] == 1110.0
     fifo = by_id(simulate(rows, cluster([2]), Checked(make_policy("fifo", rng=np.random.default_rng(0)))))
@@ -43,7 +43,7 @@ def test_qssf_starts_the_job_with_the_least_predicted_gpu_time_not_the_first_sub
 def test_priority_is_gpu_demand_times_predicted_duration() -> None:
     rows = [job("blocker", 1000, 2, 100.0), job("wide", 1001, 2, 300.0, user="wide", name="mid"),
             job("narrow", 1002, 1, 500.0, user="narrow", name="mid")]  # fmt: skip
-    out = by_id(simulate(rows, cluster([2]), qssf(), ZERO_COST))
+    out = by_id(simulate(rows, cluster([2]), qssf(rows), ZERO_COST))
     assert out.loc["narrow", "first_start_s"] == 1100.0  # 500 GPU-s before 600, though it runs longer
     assert out.loc["wide", "first_start_s"] == 1600.0
 
@@ -51,17 +51,19 @@ def test_priority_is_gpu_demand_times_predicted_duration() -> None:
 def test_qssf_blocks_at_the_head_of_its_queue() -> None:
     rows = [job("blocker", 1000, 1, 100.0), job("b", 1002, 2, 10.0, user="quick", name="tiny_eval"),
             job("a", 1003, 1, 900.0, user="slow", name="long_train")]  # fmt: skip
-    out = by_id(simulate(rows, cluster([2]), qssf(), ZERO_COST))
+    out = by_id(simulate(rows, cluster([2]), qssf(rows), ZERO_COST))
     assert out.loc["a", "first_start_s"] == 1110.0  # one GPU was free, but "b" heads the queue
 
 
 def test_registry_passes_options_and_refuses_bad_ones() -> None:
-    policy = make_policy("qssf", rng=np.random.default_rng(0), options=PolicyOptions(history=HISTORY, seed=3,
-                         params={"rolling_weight": 0.5, "refit_every_s": 3600}))  # fmt: skip
+    submissions = HISTORY.jobs
+    policy = make_policy("qssf", rng=np.random.default_rng(0), options=PolicyOptions(
+        history=HISTORY, seed=3, submissions=submissions, params={"rolling_weight": "0.5", "refit_every_s": 3600}))  # fmt: skip
     assert isinstance(policy, QSSF) and policy.refit_every_s == 3600 and policy.settings.rolling_weight == 0.5
     with pytest.raises(ConfigError, match="rolling_weight"):
-        make_policy("qssf", rng=np.random.default_rng(0), options=PolicyOptions(params={"rolling_weight": 2}))
-    with pytest.raises(ConfigError, match="takes no options"):
+        make_policy("qssf", rng=np.random.default_rng(0),
+                    options=PolicyOptions(params={"rolling_weight": 2}, submissions=submissions))  # fmt: skip
+    with pytest.raises(ConfigError, match="has no parameters"):
         make_policy("fifo", rng=np.random.default_rng(0), options=PolicyOptions(params={"x": 1}))
 
 

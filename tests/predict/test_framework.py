@@ -7,8 +7,8 @@ import pandas as pd
 import pytest
 
 from schedlab.cluster.presets import load_cluster
-from schedlab.policies.placers import Consolidate
-from schedlab.policies.qssf import QSSF
+from schedlab.policies.common.placers import Consolidate
+from schedlab.policies.helios.qssf import QSSF
 from schedlab.predict.duration import DurationPredictor, DurationSettings
 from schedlab.predict.framework import TRAIN_COLUMNS, UpdateEngine, accuracy
 from schedlab.sim.engine import Simulation
@@ -40,7 +40,7 @@ def test_every_training_row_finished_before_its_fit_and_no_ranked_job_is_in_its_
     split_at = 2 * DAY
     history, evaluation = transforms.split_history(w, split_at)
     spy = Spy(DurationPredictor(DurationSettings(n_estimators=20), origin=w.origin, seed=0))
-    policy = QSSF(Consolidate(), history=history, predictor=spy, refit_every_s=DAY / 2)
+    policy = QSSF(Consolidate(), submissions=evaluation.jobs, history=history, predictor=spy, refit_every_s=DAY / 2)
     Simulation(evaluation, load_cluster("uniform:16x8"), policy).run()
 
     engine = policy.engine

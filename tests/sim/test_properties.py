@@ -15,9 +15,9 @@ from hypothesis import strategies as st
 from simkit import Checked, cluster, workload
 
 from schedlab.cluster.spec import ClusterSpec
-from schedlab.policies.base import Policy
-from schedlab.policies.placers import PLACERS
-from schedlab.policies.registry import POLICIES, make_policy
+from schedlab.sim.policy import Policy
+from schedlab.policies.common.placers import PLACERS
+from schedlab.policies.registry import POLICIES, PolicyOptions, make_policy
 from schedlab.sim.engine import SimConfig, SimResult, Simulation
 from schedlab.sim.job import RUNNING, Job
 
@@ -119,7 +119,8 @@ def test_registered_policies_keep_invariants(
 ) -> None:
     spec, rows, config = scenario
     results = [
-        run_checked(spec, rows, config, make_policy(policy_name, placer=placer, rng=np.random.default_rng(7)), seed=7)
+        run_checked(spec, rows, config, make_policy(policy_name, placer=placer, rng=np.random.default_rng(7),
+                                                    options=PolicyOptions(submissions=workload(rows.to_dict("records")).jobs)), seed=7)  # fmt: skip
         for _ in range(2)
     ]
     pd.testing.assert_frame_equal(results[0].jobs, results[1].jobs)

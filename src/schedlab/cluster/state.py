@@ -13,6 +13,8 @@ Only :class:`schedlab.sim.engine.Simulation` mutates this object; policies read 
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 from sortedcontainers import SortedList
@@ -20,6 +22,7 @@ from sortedcontainers import SortedList
 from schedlab.cluster.spec import ClusterSpec
 
 FULL = 1000  # one whole GPU, in thousandths
+Held = tuple[tuple[int, tuple[int, ...]], ...]  # the (node, GPU ids) pairs a job holds
 
 
 @dataclass(slots=True)
@@ -220,6 +223,24 @@ class ClusterState:
             self._move(node, old, old - taken)
         if milli < FULL:
             self._update_partial(node)
+
+    @contextmanager
+    def what_if(self) -> Iterator[Callable[[Held, int], None]]:
+        """A what-if check: inside, ``release(alloc, milli)`` frees a job's GPUs as if it had
+        stopped; on leaving, even by an exception, they are taken back in the order released."""
+        released: list[tuple[Held, int]] = []
+
+        def release(alloc: Held, milli: int) -> None:
+            for node, gids in alloc:
+                self.release(node, gids, milli)
+            released.append((alloc, milli))
+
+        try:
+            yield release
+        finally:
+            for alloc, milli in released:
+                for node, gids in alloc:
+                    self.reclaim(node, gids, milli)
 
     def _update_partial(self, node: int) -> None:
         partial = self.groups[self.node_group[node]].partial

@@ -26,6 +26,7 @@ import math
 from collections import deque
 from dataclasses import dataclass, field
 from pathlib import Path
+from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
@@ -34,7 +35,7 @@ import pandas as pd
 from schedlab.energy.ces import CESConfig, arrival_check, history_trend, periodic_check
 from schedlab.energy.report import plot_nodes, table5
 from schedlab.extras import require
-from schedlab.policies.base import Policy
+from schedlab.sim.policy import Context, Policy
 from schedlab.predict.node_demand import ForecastConfig, NodeDemandForecaster, smape
 from schedlab.sim.job import PENDING, Job
 
@@ -78,8 +79,6 @@ class CESPolicy(Policy):
         self._tick = object()
         self._new: list[Job] = []
         self._waiting: dict[str, deque[Job]] = {}  # per pool, in arrival order
-        self._arrived = 0
-        self._expected = 0
         self._origin = pd.Timestamp(DEFAULT_ORIGIN)
         self._model: NodeDemandForecaster | None = None
         self._trained_at = -math.inf
@@ -89,6 +88,7 @@ class CESPolicy(Policy):
         self.power_downs = 0
         self.log = _Log()
         self._issued: list[tuple[int, list[float]]] = []  # (sample index, forecast after it)
+        self._nodes = 0
 
     # ----- delegation -------------------------------------------------------------------------
     def __getattr__(self, name: str) -> Any:
@@ -97,35 +97,34 @@ class CESPolicy(Policy):
             raise AttributeError(name)
         return getattr(self.inner, name)
 
-    def setup(self, ctx) -> None:
+    def setup(self, ctx: Context) -> None:
         self.inner.setup(ctx)
-        self._expected = len(ctx.workload)
-        if ctx.workload.origin is not None:
-            self._origin = pd.Timestamp(ctx.workload.origin)
+        self._nodes = len(ctx.cluster.nodes)
+        if ctx.origin is not None:
+            self._origin = pd.Timestamp(ctx.origin)
         ctx.set_timer(ctx.now + self.config.check_s, self._tick)
 
-    def on_arrival(self, ctx, job: Job) -> None:
+    def on_arrival(self, ctx: Context, job: Job) -> None:
         self.inner.on_arrival(ctx, job)
-        self._arrived += 1
         self._new.append(job)
         self._waiting.setdefault(ctx.pool_of(job), deque()).append(job)
 
-    def on_finish(self, ctx, job: Job) -> None:
+    def on_finish(self, ctx: Context, job: Job) -> None:
         self.inner.on_finish(ctx, job)
 
-    def on_node_on(self, ctx, node: int) -> None:
+    def on_node_on(self, ctx: Context, node: int) -> None:
         self._booting[ctx.state.node_pool[node]] -= 1
         self.inner.on_node_on(ctx, node)
 
-    def on_timer(self, ctx, payload: object) -> bool | None:
+    def on_timer(self, ctx: Context, payload: object) -> bool | None:
         if payload is not self._tick:
             return self.inner.on_timer(ctx, payload)
         acted = self._periodic(ctx)
-        if self._arrived < self._expected or ctx.running or ctx.state.booting:
+        if ctx.arrivals_left or ctx.running or ctx.state.booting:
             ctx.set_timer(ctx.now + self.config.check_s, self._tick)
         return acted
 
-    def schedule(self, ctx) -> None:
+    def schedule(self, ctx: Context) -> None:
         self.inner.schedule(ctx)
         if self._new:
             waiting = [j for j in self._new if j.state == PENDING]
@@ -134,7 +133,7 @@ class CESPolicy(Policy):
                 self._arrival_check(ctx, job)
 
     # ----- Algorithm 2 ------------------------------------------------------------------------
-    def _arrival_check(self, ctx, job: Job) -> bool:
+    def _arrival_check(self, ctx: Context, job: Job) -> bool:
         """JobArrivalCheck for a job the inner policy could not start on arrival."""
         state = ctx.state
         pool = ctx.pool_of(job)
@@ -154,7 +153,7 @@ class CESPolicy(Policy):
             self.wakeups.append(wake)
         return bool(wake)
 
-    def _periodic(self, ctx) -> bool:
+    def _periodic(self, ctx: Context) -> bool:
         """PeriodicCheck: sample, retrain when due, power idle nodes down when Algorithm 2's
         condition holds."""
         state = ctx.state
@@ -228,12 +227,20 @@ class CESPolicy(Policy):
         steps = min(self.config.future_steps, self.forecast_config.lead_steps)
         return self._model.forecast(history.iloc[-self._context_steps :], steps).tolist()
 
-    def _idle_w(self, ctx, node: int) -> float:
+    def _idle_w(self, ctx: Context, node: int) -> float:
         """The node's idle draw, or the configured one when its spec gives none."""
         watts = ctx.cluster.nodes[node].idle_power_w
         return watts if watts > 0 else self.config.idle_power_w
 
     # ----- results ----------------------------------------------------------------------------
+    def report(self, jobs: pd.DataFrame) -> dict[str, Any]:
+        """The inner policy's entries and this service's block (``ces`` or ``vanilla_drs``)."""
+        return {**self.inner.report(jobs), self.config.label: self.energy_report(self._nodes)}
+
+    def artifacts(self, out_dir: Path) -> Iterator[Path]:
+        """``ces_nodes.png``: active against powered-on nodes over the run."""
+        yield self.write_plot(out_dir / "ces_nodes.png", self._nodes)
+
     def energy_report(self, total_nodes: int) -> dict[str, Any]:
         """The Table 5 block of this run (sampled at every PeriodicCheck)."""
         log = self.log

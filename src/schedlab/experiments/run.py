@@ -17,22 +17,25 @@ import traceback
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from schedlab.cluster.presets import load_cluster
 from schedlab.cluster.spec import ClusterSpec
-from schedlab.energy.ces import CESConfig
-from schedlab.energy.policy import CESPolicy
 from schedlab.errors import ConfigError, SchedlabError
 from schedlab.metrics import summarize, write_summary
+from schedlab.policies.params import as_dict
 from schedlab.policies.registry import POLICIES, PolicyOptions, make_policy
-from schedlab.sim.engine import RunProgress, SimConfig, Simulation
+from schedlab.sim.engine import RunProgress, SimConfig, SimResult, Simulation
+from schedlab.sim.policy import Policy
 from schedlab.workload import transforms
 from schedlab.workload.loaders import load_trace
-from schedlab.workload.schema import Workload
+from schedlab.workload.schema import SUBMITTED_COLUMNS, Workload
 from schedlab.workload.synthetic import PROFILES, generate
+
+if TYPE_CHECKING:
+    from schedlab.energy.ces import CESConfig
 
 # The cluster a synthetic profile runs on when none is given.
 PROFILE_CLUSTERS = {"venus": "venus", "helios": "venus", "philly": "philly", "gfs": "gfs",
@@ -122,6 +125,80 @@ def check_names(policies: list[str], profile: str | None) -> None:
         raise ConfigError(f"unknown synthetic profile '{profile}'; choose one of {', '.join(PROFILES)}")
 
 
+@dataclass
+class BuiltRun:
+    """A run ready to simulate: its spec, workload (and warm-start history), cluster and policy."""
+
+    spec: RunSpec
+    workload: Workload
+    history: Workload | None
+    cluster: ClusterSpec
+    policy: Policy
+    params: dict[str, Any]
+
+
+def build_run(
+    spec: RunSpec,
+    *,
+    workload: Workload | None = None,
+    history: Workload | None = None,
+    cluster: ClusterSpec | None = None,
+) -> BuiltRun:
+    """Build the workload (unless given), the cluster and the policy of ``spec``.
+
+    ``history`` (or the spec's train/test split) warm-starts predictor-based policies."""
+    cluster = cluster or load_cluster(spec.cluster_name())
+    if workload is None:
+        wspec = spec.workload
+        if wspec.synthetic is not None and wspec.cluster_gpus is None:
+            wspec = replace(wspec, cluster_gpus=cluster.total_gpus)
+        history, workload = wspec.build_split()
+    info = POLICIES[spec.policy]
+    params = info.parse(spec.params)
+    options = PolicyOptions(params=spec.params, history=history, seed=spec.seed,
+                            submissions=workload.jobs.loc[:, list(SUBMITTED_COLUMNS)])  # fmt: skip
+    policy = make_policy(spec.policy, placer=spec.placer, rng=np.random.default_rng(spec.seed), options=options)
+    if spec.ces is not None:
+        from schedlab.energy.policy import CESPolicy
+
+        policy = CESPolicy(policy, spec.ces, seed=spec.seed)
+    return BuiltRun(spec, workload, history, cluster, policy, as_dict(params))
+
+
+def execute(built: BuiltRun, *, progress: Callable[[RunProgress], None] | None = None) -> tuple[SimResult, dict[str, Any]]:
+    """Simulate a built run; its result and summary (the policy's ``report`` adds its entries)."""
+    spec = built.spec
+    sim = Simulation(built.workload, built.cluster, built.policy, config=spec.config, seed=spec.seed)
+    result = sim.run(progress=progress)
+    extra = {
+        "placer": spec.placer or POLICIES[spec.policy].default_placer,
+        "workload": built.workload.source,
+        "cluster": built.cluster.name,
+        "cluster_gpus": built.cluster.total_gpus,
+        "seed": spec.seed,
+        "stalled_jobs": result.meta["stalled"],
+        "not_arrived": result.meta["not_arrived"],
+        "sim_wall_s": None,  # set by the caller, who knows what the run's wall time covers
+        "engine_wall_s": round(result.meta["engine_wall_s"], 3),
+        "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
+    }
+    if built.params:
+        extra["params"] = built.params
+    if built.history is not None:
+        extra["history_jobs"] = len(built.history)
+    extra.update(built.policy.report(result.jobs))
+    return result, summarize(result.jobs, result.timeseries, policy=spec.policy, extra=extra)
+
+
+def write_run(out_dir: Path, result: SimResult, summary: dict[str, Any], policy: Policy) -> list[Path]:
+    """Write jobs.parquet, timeseries.parquet, summary.json and the policy's own artifacts."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    result.jobs.to_parquet(out_dir / "jobs.parquet", index=False)
+    result.timeseries.to_parquet(out_dir / "timeseries.parquet", index=False)
+    paths = [out_dir / "jobs.parquet", out_dir / "timeseries.parquet", write_summary(out_dir / "summary.json", summary)]
+    return paths + list(policy.artifacts(out_dir))
+
+
 def simulate_run(
     spec: RunSpec,
     out_dir: Path | None,
@@ -131,51 +208,13 @@ def simulate_run(
     cluster: ClusterSpec | None = None,
     progress: Callable[[RunProgress], None] | None = None,
 ) -> dict[str, Any]:
-    """Run one simulation; write jobs.parquet, timeseries.parquet and summary.json to ``out_dir``.
-
-    ``history`` (or the spec's train/test split) warm-starts predictor-based policies; a
-    policy with a ``report(jobs)`` method adds its entries (e.g. ``predictor``) to the summary."""
+    """Build, simulate and (with an ``out_dir``) write one run; its summary."""
     wall0 = time.perf_counter()
-    cluster = cluster or load_cluster(spec.cluster_name())
-    if workload is None:
-        wspec = spec.workload
-        if wspec.synthetic is not None and wspec.cluster_gpus is None:
-            wspec = replace(wspec, cluster_gpus=cluster.total_gpus)
-        history, workload = wspec.build_split()
-    options = PolicyOptions(history=history, seed=spec.seed, params=spec.params)
-    policy = make_policy(spec.policy, placer=spec.placer, rng=np.random.default_rng(spec.seed), options=options)
-    if spec.ces is not None:
-        policy = CESPolicy(policy, spec.ces, seed=spec.seed)
-    sim = Simulation(workload, cluster, policy, config=spec.config, seed=spec.seed)
-    result = sim.run(progress=progress)
-    placer = spec.placer or POLICIES[spec.policy].default_placer
-    extra = {
-        "placer": placer,
-        "workload": workload.source,
-        "cluster": cluster.name,
-        "cluster_gpus": cluster.total_gpus,
-        "seed": spec.seed,
-        "stalled_jobs": result.meta["stalled"],
-        "not_arrived": result.meta["not_arrived"],
-        "sim_wall_s": round(time.perf_counter() - wall0, 3),
-        "engine_wall_s": round(result.meta["engine_wall_s"], 3),
-        "peak_rss_mb": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
-    }
-    if history is not None:
-        extra["history_jobs"] = len(history)
-    report = getattr(policy, "report", None)
-    if report is not None:
-        extra.update(report(result.jobs))
-    if isinstance(policy, CESPolicy):
-        extra[spec.ces.label] = policy.energy_report(len(cluster.nodes))
-    summary = summarize(result.jobs, result.timeseries, policy=spec.policy, extra=extra)
+    built = build_run(spec, workload=workload, history=history, cluster=cluster)
+    result, summary = execute(built, progress=progress)
+    summary["sim_wall_s"] = round(time.perf_counter() - wall0, 3)
     if out_dir is not None:
-        out_dir.mkdir(parents=True, exist_ok=True)
-        result.jobs.to_parquet(out_dir / "jobs.parquet", index=False)
-        result.timeseries.to_parquet(out_dir / "timeseries.parquet", index=False)
-        write_summary(out_dir / "summary.json", summary)
-        if isinstance(policy, CESPolicy):
-            policy.write_plot(out_dir / "ces_nodes.png", len(cluster.nodes))
+        write_run(out_dir, result, summary, built.policy)
     return summary
 
 

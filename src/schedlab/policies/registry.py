@@ -1,130 +1,136 @@
-"""Policy registry: one entry per scheduler name, with its default placer.
+"""Policy registry: one entry per scheduler name, with its default placer and its parameters.
 
 Adding a policy means one module and one entry in ``POLICIES``; the engine never changes.
+Every entry builds the same way, ``build(placer, params, options)``; a policy's parameters are
+a frozen dataclass (:mod:`schedlab.policies.params`) that ``--param KEY=VALUE`` sets.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 import numpy as np
+import pandas as pd
 
 from schedlab.errors import ConfigError
-from schedlab.policies import classic
-from schedlab.policies.base import Policy
-from schedlab.policies.placers import PLACERS, Placer, make_placer
-from schedlab.policies.tiresias import Tiresias
-from schedlab.policies.yarn_cs import YarnCapacity
+from schedlab.policies.classic import orders
+from schedlab.policies.classic.tiresias import Tiresias, TiresiasParams
+from schedlab.policies.classic.yarn_cs import YarnCapacity, YarnParams
+from schedlab.policies.common.placers import PLACERS, Placer, make_placer
+from schedlab.policies.gfs import build_gfs, gfs_params
+from schedlab.policies.helios.params import QssfParams
+from schedlab.policies.params import as_dict, parse
+from schedlab.policies.spot.chronus import Chronus, ChronusConfig
+from schedlab.policies.spot.fgd import FGD, FgdParams
+from schedlab.policies.spot.lyra import Lyra
+from schedlab.policies.spot.yarn_cs_preempt import YarnCsPreempt
+from schedlab.sim.policy import Policy
 from schedlab.workload.schema import Workload
 
 
 @dataclass(frozen=True)
 class PolicyOptions:
-    """What a policy may be built with besides its placer: a warm-start ``history`` (jobs
-    finished before the simulated workload, on its time axis), a ``seed`` and ``params``."""
+    """What a policy may be built with besides its placer and its parameters: ``params``
+    (values by name, text or typed), a warm-start ``history`` (jobs finished before the
+    simulated workload, on its time axis), a ``seed``, and ``submissions``: the run's jobs as
+    known when submitted (:data:`~schedlab.workload.schema.SUBMITTED_COLUMNS`, no outcome), for
+    predictors that score in batches (QSSF)."""
 
+    params: Mapping[str, Any] = field(default_factory=dict)
     history: Workload | None = None
     seed: int = 0
-    params: Mapping[str, Any] = field(default_factory=dict)
+    submissions: pd.DataFrame | None = None
 
 
 @dataclass(frozen=True)
 class PolicyInfo:
-    """A registered policy; ``build(placer)``, or ``build(placer, options)`` when ``takes_options``."""
+    """A registered policy: ``build(placer, params, options)``, where ``params`` is an instance
+    of its parameter dataclass ``params`` (None for a policy without parameters)."""
 
     name: str
     summary: str
     default_placer: str
-    build: Callable[..., Policy]
-    takes_options: bool = False
+    build: Callable[[Placer, Any, PolicyOptions], Policy]
+    params: type | None = None
+
+    def parse(self, values: Mapping[str, Any]) -> Any:
+        """The policy's parameters with ``values`` set (a policy without any refuses values)."""
+        if self.params is None:
+            if values:
+                raise ConfigError(f"policy '{self.name}' has no parameters (got {', '.join(values)})")
+            return None
+        return parse(self.params, self.name, values)
 
 
-def _gfs(variant: str) -> Callable[[Placer, PolicyOptions], Policy]:
+def _plain(make: Callable[[Placer], Policy]) -> Callable[[Placer, Any, PolicyOptions], Policy]:
+    """A policy built from its placer alone."""
+    return lambda placer, params, options: make(placer)
+
+
+def _keywords(cls: type) -> Callable[[Placer, Any, PolicyOptions], Policy]:
+    """A policy built as ``cls(placer, **params)``."""
+    return lambda placer, params, options: cls(placer, **as_dict(params))
+
+
+def _gfs(variant: str) -> Callable[[Placer, Any, PolicyOptions], Policy]:
     """GFS builds its own placement (PTS); the placer is not used."""
-
-    def build(placer: Placer, options: PolicyOptions) -> Policy:
-        from schedlab.policies.gfs import build_gfs
-
-        return build_gfs(variant, dict(options.params), seed=options.seed)
-
-    return build
+    return lambda placer, params, options: build_gfs(variant, as_dict(params), seed=options.seed)
 
 
-def _qssf(placer: Placer, options: PolicyOptions) -> Policy:
-    from schedlab.policies.qssf import QSSF  # imported on use: it pulls in the predictors
+def _qssf(placer: Placer, params: QssfParams, options: PolicyOptions) -> Policy:
+    from schedlab.policies.helios.qssf import QSSF  # imported on use: it pulls in the predictors
     from schedlab.predict.duration import DurationSettings
 
-    params = dict(options.params)
-    refit = float(params.pop("refit_every_s", 86400.0))
-    try:
-        settings = DurationSettings(**params)
-    except (TypeError, ValueError) as exc:
-        raise ConfigError(f"qssf: {exc}") from exc
-    return QSSF(placer, history=options.history, settings=settings, refit_every_s=refit, seed=options.seed)
+    if options.submissions is None:
+        raise ConfigError("qssf is built with the run's submissions (PolicyOptions.submissions)")
+    settings = {k: v for k, v in as_dict(params).items() if k != "refit_every_s"}
+    return QSSF(placer, submissions=options.submissions, history=options.history,
+                settings=DurationSettings(**settings), refit_every_s=params.refit_every_s, seed=options.seed)  # fmt: skip
 
 
-def _baseline(name: str) -> Callable[[Placer, PolicyOptions], Policy]:
-    """The GFS paper's baselines (§4.1); ``chronus`` takes :class:`ChronusConfig` fields and
-    ``fgd`` a ``window`` as params, the others none."""
+def _chronus(placer: Placer, params: ChronusConfig, options: PolicyOptions) -> Policy:
+    return Chronus(placer, params)
 
-    def build(placer: Placer, options: PolicyOptions) -> Policy:
-        params = dict(options.params)
-        try:
-            if name == "chronus":
-                from schedlab.policies.chronus import Chronus, ChronusConfig
 
-                return Chronus(placer, ChronusConfig(**params))
-            if name == "fgd":
-                from schedlab.policies.fgd import FGD
-
-                return FGD(placer, **params)
-            if params:
-                raise TypeError(f"takes no options (got {', '.join(params)})")
-            if name == "lyra":
-                from schedlab.policies.lyra import Lyra
-
-                return Lyra(placer)
-            from schedlab.policies.yarn_cs_preempt import YarnCsPreempt
-
-            return YarnCsPreempt(placer)
-        except (TypeError, ValueError) as exc:
-            raise ConfigError(f"{name}: {exc}") from exc
-
-    return build
-
+_SPOT_BASELINES = (
+    ("yarn-cs-preempt", "FCFS, best fit, HP evicts the newest spot jobs of the best-fitting node",
+     _plain(YarnCsPreempt), None),
+    ("chronus", "leases (HP 20 min, spot 5 min) renewed by a MILP at lease ends (SoCC'21)", _chronus, ChronusConfig),
+    ("lyra", "spot only on loaned idle HP nodes, reclaimed by least lost work (EuroSys'23)", _plain(Lyra), None),
+    ("fgd", "fragmentation-gradient placement, HP evicts spot (ATC'23)", _keywords(FGD), FgdParams),
+)  # fmt: skip
+_GFS_VARIANTS = (("gfs", ""), ("gfs-e", ", peak-forecast ablation"), ("gfs-d", ", fixed-eta ablation"),
+                 ("gfs-s", ", no eviction awareness"), ("gfs-p", ", newest-victim preemption"),
+                 ("gfs-sp", ", no eviction or preemption awareness"))  # fmt: skip
 
 POLICIES: dict[str, PolicyInfo] = {
     p.name: p
     for p in (
         PolicyInfo("fifo", "first in, first out; non-preemptive; blocks at the queue head (Helios)", "consolidate",
-                   classic.fifo),
+                   _plain(orders.fifo)),
         PolicyInfo("fifo-backfill", "FIFO where a job that cannot be placed lets later jobs pass", "consolidate",
-                   lambda placer: classic.fifo(placer, backfill=True)),
+                   _plain(partial(orders.fifo, backfill=True))),
         PolicyInfo("sjf", "shortest job first (oracle duration); non-preemptive; blocks at the head (Helios)",
-                   "consolidate", classic.sjf),
+                   "consolidate", _plain(orders.sjf)),
         PolicyInfo("sjf-backfill", "SJF where a job that cannot be placed lets shorter-ranked jobs pass",
-                   "consolidate", lambda placer: classic.sjf(placer, backfill=True)),
-        PolicyInfo("srtf", "shortest remaining time first (oracle); preemptive", "consolidate", classic.srtf),
-        PolicyInfo("srsf", "shortest remaining GPU service first (oracle); preemptive", "consolidate", classic.srsf),
+                   "consolidate", _plain(partial(orders.sjf, backfill=True))),
+        PolicyInfo("srtf", "shortest remaining time first (oracle); preemptive", "consolidate", _plain(orders.srtf)),
+        PolicyInfo("srsf", "shortest remaining GPU service first (oracle); preemptive", "consolidate",
+                   _plain(orders.srsf)),
         PolicyInfo("tiresias", "discretised 2D-LAS, no duration needed; preemptive (NSDI'19)", "consolidate",
-                   lambda placer: Tiresias(placer)),
+                   _keywords(Tiresias), TiresiasParams),
         PolicyInfo("yarn-cs", "YARN capacity scheduler: per-tenant FIFO within capacity", "best-fit",
-                   lambda placer: YarnCapacity(placer)),
-        *(PolicyInfo(name, f"GFS baseline (ASPLOS'26 §4.1): {text}", "best-fit", _baseline(name), takes_options=True)
-          for name, text in (
-              ("yarn-cs-preempt", "FCFS, best fit, HP evicts the newest spot jobs of the best-fitting node"),
-              ("chronus", "leases (HP 20 min, spot 5 min) renewed by a MILP at lease ends (SoCC'21)"),
-              ("lyra", "spot only on loaned idle HP nodes, reclaimed by least lost work (EuroSys'23)"),
-              ("fgd", "fragmentation-gradient placement, HP evicts spot (ATC'23)"))),
+                   _keywords(YarnCapacity), YarnParams),
+        *(PolicyInfo(name, f"GFS baseline (ASPLOS'26 §4.1): {text}", "best-fit", build, params)
+          for name, text, build, params in _SPOT_BASELINES),
         PolicyInfo("qssf", "quasi-shortest-service-first: predicted GPU time from past jobs; non-preemptive; "
-                   "blocks at the head (Helios)", "consolidate", _qssf, takes_options=True),
+                   "blocks at the head (Helios)", "consolidate", _qssf, QssfParams),
         *(PolicyInfo(name, f"GFS spot/HP scheduler (ASPLOS'26){text}; own placement (PTS)", "best-fit",
-                     _gfs(name), takes_options=True)
-          for name, text in (("gfs", ""), ("gfs-e", ", peak-forecast ablation"), ("gfs-d", ", fixed-eta ablation"),
-                             ("gfs-s", ", no eviction awareness"), ("gfs-p", ", newest-victim preemption"),
-                             ("gfs-sp", ", no eviction or preemption awareness"))),
+                     _gfs(name), gfs_params(name))
+          for name, text in _GFS_VARIANTS),
     )
 }  # fmt: skip
 
@@ -136,16 +142,12 @@ def policy_names() -> list[str]:
 def make_policy(
     name: str, *, placer: str | None = None, rng: np.random.Generator, options: PolicyOptions | None = None
 ) -> Policy:
-    """Build a registered policy with its default placer, or with ``placer``; ``options``
-    reach the policies that take them (others refuse ``params``, ignore the history)."""
+    """Build a registered policy with its default placer, or with ``placer``, and its
+    parameters set from ``options.params``."""
     info = POLICIES.get(name)
     if info is None:
         raise ConfigError(f"unknown policy '{name}'; choose one of {', '.join(POLICIES)}")
     if placer is not None and placer not in PLACERS:
         raise ConfigError(f"unknown placer '{placer}'; choose one of {', '.join(PLACERS)}")
-    built = make_placer(placer or info.default_placer, rng)
-    if info.takes_options:
-        return info.build(built, options or PolicyOptions())
-    if options is not None and options.params:
-        raise ConfigError(f"policy '{name}' takes no options (got {', '.join(options.params)})")
-    return info.build(built)
+    options = options or PolicyOptions()
+    return info.build(make_placer(placer or info.default_placer, rng), info.parse(options.params), options)

@@ -34,32 +34,13 @@ import pandas as pd
 
 from schedlab.extras import require
 from schedlab.predict.names import NameClusters, similar_names
+from schedlab.predict.settings import DurationSettings
 
 lgb = require("lightgbm", "qssf's duration predictor")
 
 _RECENT = 64  # the decayed mean looks at this many most recent similar jobs (0.5 ** 64 ~ 0)
 
 
-@dataclass(frozen=True)
-class DurationSettings:
-    """Hyper-parameters of the duration predictor (seeds are passed separately)."""
-
-    name_similarity: float = 0.8
-    decay: float = 0.5
-    rolling_weight: float = 0.1
-    min_train_rows: int = 100
-    prior_s: float = 3600.0
-    n_estimators: int = 150
-    learning_rate: float = 0.05
-    num_leaves: int = 31
-
-    def __post_init__(self) -> None:
-        if not 0 < self.name_similarity <= 1:
-            raise ValueError(f"name_similarity must be in (0, 1], got {self.name_similarity!r}")
-        if not 0 < self.decay <= 1:
-            raise ValueError(f"decay must be in (0, 1], got {self.decay!r}")
-        if not 0 <= self.rolling_weight <= 1:
-            raise ValueError(f"rolling_weight must be in [0, 1], got {self.rolling_weight!r}")
 
 
 def has_names(frame: pd.DataFrame) -> bool:

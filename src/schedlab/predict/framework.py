@@ -23,11 +23,10 @@ import pandas as pd
 from scipy.stats import spearmanr
 
 from schedlab.units import DAY_S
-from schedlab.workload.schema import Workload
+from schedlab.workload.schema import SUBMITTED_COLUMNS, Workload
 
 # What is known about a job when it is submitted: the columns a predictor may read.
-ITEM_COLUMNS = ("job_id", "submit_s", "user", "tenant", "name", "num_gpus", "num_cpus", "gpu_type",
-                "priority_class", "model")  # fmt: skip
+ITEM_COLUMNS = SUBMITTED_COLUMNS
 # Training rows add the outcome and the time it became known.
 TRAIN_COLUMNS = (*ITEM_COLUMNS, "duration_s", "end_s")
 

@@ -20,7 +20,6 @@ import heapq
 import itertools
 import math
 import time
-from array import array
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -31,12 +30,13 @@ import pandas as pd
 from schedlab.cluster.spec import ClusterSpec
 from schedlab.cluster.state import ClusterState
 from schedlab.errors import ActionError, ConfigError
-from schedlab.perf.model import PerfModel
+from schedlab.sim.perf import PerfModel
+from schedlab.sim.recorders import JobRecorder, SeriesRecorder
 from schedlab.sim.job import FINISHED, PENDING, RUNNING, Job
 from schedlab.workload.schema import Workload, check_fits
 
 if TYPE_CHECKING:
-    from schedlab.policies.base import Policy
+    from schedlab.sim.policy import Policy
 
 _FINISH, _TIMER, _NODE_ON = 0, 1, 2
 INF = math.inf
@@ -128,7 +128,8 @@ class Simulation:
         self.perf = perf or PerfModel(
             cluster, cross_node_factor=self.config.cross_node_factor, colocation_factor=self.config.colocation_factor
         )
-        self.workload = workload
+        self._workload = workload
+        self.origin = workload.origin
         self._check_workload(workload, cluster)
         jobs = workload.jobs
         self._n = len(jobs)
@@ -138,14 +139,15 @@ class Simulation:
             "duration_s", "checkpoint_interval_s", "model", "deadline_s")}  # fmt: skip
         self.now = 0.0
         self.running: dict[int, Job] = {}
-        self.live: dict[int, Job] = {}
+        self.active: dict[int, Job] = {}
         self.pending_count = 0
+        self.arrived = 0
         self._finished = 0
         self._heap: list[tuple[float, int, int, Any, int]] = []
         self._seq = itertools.count()
         self._colocated: dict[tuple[int, int], list[Job]] = {}
-        self._out = _Outputs(self._n)
-        self._ts = _Series(self.state.type_names)
+        self._out = JobRecorder(self._n)
+        self._ts = SeriesRecorder(self.state.type_names)
         self.actions = 0
 
     # ----- setup -------------------------------------------------------------------------------
@@ -233,7 +235,8 @@ class Simulation:
                     changed = True
             while nxt < n and submit[nxt] <= t:
                 job = self._make_job(nxt)
-                self.live[nxt] = job
+                self.active[nxt] = job
+                self.arrived = nxt + 1
                 self.pending_count += 1
                 policy.on_arrival(self, job)
                 nxt += 1
@@ -252,6 +255,10 @@ class Simulation:
                      s.type_busy, s.type_gpus_on)
 
     # ----- context: queries --------------------------------------------------------------------
+    @property
+    def arrivals_left(self) -> int:
+        return self._n - self.arrived
+
     @property
     def policy_name(self) -> str:
         return getattr(self.policy, "name", type(self.policy).__name__)
@@ -398,7 +405,7 @@ class Simulation:
         job.state = FINISHED
         job.end = self.now
         self._finished += 1
-        del self.live[job.idx]
+        del self.active[job.idx]
         self._out.store(job)
         self.policy.on_finish(self, job)
 
@@ -552,11 +559,11 @@ class Simulation:
             elapsed = now - job.run_since
             job.run_s += elapsed
             job.gpu_seconds += job.num_gpus * elapsed
-        for job in self.live.values():
+        for job in self.active.values():
             if job.state == PENDING:
                 job.queue_s += now - job.queued_since
             self._out.store(job)
-        jobs = self._out.frame(self.workload.jobs)
+        jobs = self._out.frame(self._workload.jobs)
         meta = {
             "policy": self.policy_name,
             "cluster": self.cluster.name,
@@ -564,113 +571,9 @@ class Simulation:
             "seed": self.seed,
             "arrived": arrived,
             "not_arrived": self._n - arrived,
-            "stalled": sum(1 for j in self.live.values() if j.state == PENDING),
+            "stalled": sum(1 for j in self.active.values() if j.state == PENDING),
             "end_time_s": now,
             "engine_wall_s": wall_s,
             "actions": self.actions,
         }
         return SimResult(jobs, self._ts.frame(), meta)
-
-
-class _Outputs:
-    """Columnar per-job results, filled when a job finishes or the run ends."""
-
-    def __init__(self, n: int) -> None:
-        nan = np.full(n, np.nan)
-        self.first_start = nan.copy()
-        self.end = nan.copy()
-        self.queue_s = nan.copy()  # stays NaN for jobs submitted after the horizon
-        self.run_s = np.zeros(n)
-        self.gpu_seconds = np.zeros(n)
-        self.lost_work = np.zeros(n)
-        self.work_done = np.zeros(n)
-        self.preemptions = np.zeros(n, dtype=np.int64)
-        self.migrations = np.zeros(n, dtype=np.int64)
-        self.finished = np.zeros(n, dtype=bool)
-
-    def store(self, job: Job) -> None:
-        i = job.idx
-        self.first_start[i] = job.first_start
-        self.end[i] = job.end
-        self.queue_s[i] = job.queue_s
-        self.run_s[i] = job.run_s
-        self.gpu_seconds[i] = job.gpu_seconds
-        self.lost_work[i] = job.lost_work
-        self.work_done[i] = job.work_done
-        self.preemptions[i] = job.preemptions
-        self.migrations[i] = job.migrations
-        self.finished[i] = job.state == FINISHED
-
-    def frame(self, spec: pd.DataFrame) -> pd.DataFrame:
-        out = spec[["job_id", "user", "tenant", "priority_class", "num_gpus", "gpu_type", "submit_s", "duration_s"]].copy()
-        out["first_start_s"] = self.first_start
-        out["end_s"] = self.end
-        out["finished"] = self.finished
-        out["queue_s"] = self.queue_s
-        out["run_s"] = self.run_s
-        out["preemptions"] = self.preemptions
-        out["migrations"] = self.migrations
-        out["lost_work_s"] = self.lost_work
-        out["work_done_s"] = self.work_done
-        out["gpu_seconds"] = self.gpu_seconds
-        out["final_state"] = spec["final_state"].to_numpy()
-        return out
-
-
-class _Series:
-    """Cluster time series as a step function; a row is kept only when something changed.
-
-    Besides the totals, each GPU model gets ``gpus_busy[<model>]`` and ``gpus_total[<model>]``
-    columns (busy and powered-on GPUs of that model)."""
-
-    def __init__(self, types: tuple[str, ...]) -> None:
-        self.types = types
-        self.time = array("d")
-        self.total = array("d")
-        self.busy = array("d")
-        self.running = array("q")
-        self.pending = array("q")
-        self.nodes_on = array("q")
-        self.type_busy = [array("d") for _ in types]
-        self.type_total = [array("d") for _ in types]
-        self._multi = len(types) > 1  # with one model its columns are the totals (see frame)
-        self._last: tuple[float, float, int, int, int] | None = None
-        self._last_types: list[float] = []
-
-    def add(
-        self, t: float, total: float, busy: float, running: int, pending: int, nodes_on: int,
-        type_busy: list[float], type_total: list[int],
-    ) -> None:  # fmt: skip
-        key = (total, busy, running, pending, nodes_on)
-        if key == self._last and (not self._multi or type_busy == self._last_types):
-            return
-        self._last = key
-        self.time.append(t)
-        self.total.append(total)
-        self.busy.append(busy)
-        self.running.append(running)
-        self.pending.append(pending)
-        self.nodes_on.append(nodes_on)
-        if self._multi:
-            self._last_types = list(type_busy)
-            for column, value in zip(self.type_busy, type_busy):
-                column.append(value)
-            for column, value in zip(self.type_total, type_total):
-                column.append(value)
-
-    def frame(self) -> pd.DataFrame:
-        busy, total = (self.type_busy, self.type_total) if self._multi else ([self.busy], [self.total])
-        return pd.DataFrame(
-            {
-                "time_s": np.frombuffer(self.time, dtype=np.float64),
-                "gpus_total": np.frombuffer(self.total, dtype=np.float64),
-                "gpus_busy": np.frombuffer(self.busy, dtype=np.float64),
-                "running_jobs": np.frombuffer(self.running, dtype=np.int64),
-                "pending_jobs": np.frombuffer(self.pending, dtype=np.int64),
-                "nodes_on": np.frombuffer(self.nodes_on, dtype=np.int64),
-                **{f"gpus_busy[{name}]": np.frombuffer(col, dtype=np.float64)
-                   for name, col in zip(self.types, busy)},
-                **{f"gpus_total[{name}]": np.frombuffer(col, dtype=np.float64)
-                   for name, col in zip(self.types, total)},
-            }
-        )  # fmt: skip

@@ -64,6 +64,9 @@ DATA_COLUMNS = (
 )
 COLUMNS = (*DATA_COLUMNS, "source_row")  # the columns a trace supplies, then where each job came from
 REQUIRED = ("job_id", "submit_s", "num_gpus", "duration_s")
+# What is known about a job when it is submitted (no outcome: duration, final state, deadline use).
+SUBMITTED_COLUMNS = ("job_id", "submit_s", "user", "tenant", "name", "num_gpus", "num_cpus", "gpu_type",
+                     "priority_class", "model")  # fmt: skip
 DEFAULTS: dict[str, object] = {
     "user": "",
     "tenant": "default",

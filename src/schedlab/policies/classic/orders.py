@@ -12,16 +12,17 @@ Tiresias evaluations).
 
 from __future__ import annotations
 
-from schedlab.policies.base import PreemptiveScheduler, QueueScheduler
-from schedlab.policies.placers import Placer
+from schedlab.policies.common.queues import PreemptiveScheduler, QueueScheduler
+from schedlab.policies.common.placers import Placer
 from schedlab.sim.job import Job
+from schedlab.sim.policy import Context
 
 
-def _submit_order(ctx, job: Job) -> float:
+def _submit_order(ctx: Context, job: Job) -> float:
     return job.submit
 
 
-def _duration(ctx, job: Job) -> float:
+def _duration(ctx: Context, job: Job) -> float:
     return job.work
 
 
@@ -33,11 +34,11 @@ def sjf(placer: Placer, *, backfill: bool = False) -> QueueScheduler:
     return QueueScheduler("sjf-backfill" if backfill else "sjf", _duration, placer, backfill=backfill)
 
 
-def _remaining_time(ctx, job: Job) -> tuple[float, float]:
+def _remaining_time(ctx: Context, job: Job) -> tuple[float, float]:
     return (ctx.remaining(job), job.submit)
 
 
-def _remaining_service(ctx, job: Job) -> tuple[float, float]:
+def _remaining_service(ctx: Context, job: Job) -> tuple[float, float]:
     return (ctx.remaining(job) * job.num_gpus, job.submit)
 
 

@@ -28,9 +28,11 @@ import bisect
 from dataclasses import dataclass
 
 from schedlab.errors import ConfigError
-from schedlab.policies.base import GUARD_ENDS, PreemptiveScheduler
-from schedlab.policies.placers import Placer
+from schedlab.policies.common.queues import GUARD_ENDS, PreemptiveScheduler
+from schedlab.policies.common.placers import Placer
+from schedlab.policies.params import help_field
 from schedlab.sim.job import RUNNING, Job
+from schedlab.sim.policy import Context
 
 _PROMOTE = -1  # timer id of a starvation check; demotion timers count up from 1
 
@@ -42,6 +44,15 @@ class _LasState:
     last_run_s: float = 0.0
     run_started_at: float = 0.0
     timer: int = 0  # id of the job's live demotion timer
+
+
+@dataclass(frozen=True)
+class TiresiasParams:
+    """Tiresias' queue thresholds and starvation knob."""
+
+    thresholds_gpu_s: tuple[float, ...] = help_field(
+        (3600.0, 36000.0), "attained GPU-seconds at which a job leaves each queue for the next (increasing)")
+    promote_knob: float = help_field(8.0, "a paused job waiting this many times its last run returns to Q0")
 
 
 class Tiresias(PreemptiveScheduler):
@@ -60,26 +71,26 @@ class Tiresias(PreemptiveScheduler):
         self.thresholds = tuple(thresholds_gpu_s)
         self.promote_knob = promote_knob
 
-    def on_arrival(self, ctx, job: Job) -> None:
+    def on_arrival(self, ctx: Context, job: Job) -> None:
         job.data = _LasState()
         super().on_arrival(ctx, job)
 
     @staticmethod
-    def _rank(ctx, job: Job) -> tuple[int, float]:
+    def _rank(ctx: Context, job: Job) -> tuple[int, float]:
         return (job.data.level, job.submit)
 
-    def started(self, ctx, job: Job) -> None:
+    def started(self, ctx: Context, job: Job) -> None:
         job.data.run_started_at = ctx.now
         self._arm(ctx, job)
 
-    def paused(self, ctx, job: Job) -> None:
+    def paused(self, ctx: Context, job: Job) -> None:
         st: _LasState = job.data
         st.level = max(st.level, self._level(ctx, job))
         st.last_run_s = ctx.now - st.run_started_at
         if st.level > 0 and st.last_run_s > 0:
             ctx.set_timer(ctx.now + self.promote_knob * st.last_run_s, (job.idx, _PROMOTE))
 
-    def _promote(self, ctx, job: Job | None) -> bool:
+    def _promote(self, ctx: Context, job: Job | None) -> bool:
         """Starvation avoidance: back to Q0 once pending for promote_knob x its last run."""
         if job is None or job.state == RUNNING:
             return False
@@ -90,10 +101,10 @@ class Tiresias(PreemptiveScheduler):
         st.service_offset = ctx.attained(job)
         return True
 
-    def _level(self, ctx, job: Job, slack: float = 0.0) -> int:
+    def _level(self, ctx: Context, job: Job, slack: float = 0.0) -> int:
         return bisect.bisect_right(self.thresholds, ctx.attained(job) - job.data.service_offset + slack)
 
-    def _arm(self, ctx, job: Job) -> None:
+    def _arm(self, ctx: Context, job: Job) -> None:
         """Timer for the instant the job crosses its next threshold (and leaves its queue)."""
         st: _LasState = job.data
         st.timer += 1
@@ -101,7 +112,7 @@ class Tiresias(PreemptiveScheduler):
             left = self.thresholds[st.level] - (ctx.attained(job) - st.service_offset)
             ctx.set_timer(max(ctx.now, job.stall_until) + max(left, 0.0) / job.num_gpus, (job.idx, st.timer))
 
-    def on_timer(self, ctx, payload: object) -> bool:
+    def on_timer(self, ctx: Context, payload: object) -> bool:
         if payload == GUARD_ENDS:
             return super().on_timer(ctx, payload)
         idx, timer = payload  # type: ignore[misc]

@@ -13,10 +13,19 @@ application above its queue's limit: it never runs and is reported unfinished.
 from __future__ import annotations
 
 from collections import deque
+from dataclasses import dataclass
 
-from schedlab.policies.base import Policy
-from schedlab.policies.placers import Placer
+from schedlab.sim.policy import Context, Policy
+from schedlab.policies.params import help_field
+from schedlab.policies.common.placers import Placer
 from schedlab.sim.job import Job
+
+
+@dataclass(frozen=True)
+class YarnParams:
+    """Whether tenants may borrow idle GPUs."""
+
+    elastic: bool = help_field(False, "let a tenant borrow idle GPUs beyond its capacity (YARN's maximum-capacity)")
 
 
 class YarnCapacity(Policy):
@@ -32,7 +41,7 @@ class YarnCapacity(Policy):
         self.capacity: dict[str, float] = {}
         self.refused: list[str] = []  # ids of jobs above their tenant's capacity
 
-    def setup(self, ctx) -> None:
+    def setup(self, ctx: Context) -> None:
         spec = ctx.cluster
         total = spec.total_gpus if not spec.partitioned else 0
         tenants = spec.tenants
@@ -43,22 +52,22 @@ class YarnCapacity(Policy):
                 self.capacity[name] = tenant.quota_gpus
         self._default_share = total / max(1, len(tenants)) if tenants else float(total)
 
-    def _capacity(self, ctx, tenant: str) -> float:
+    def _capacity(self, ctx: Context, tenant: str) -> float:
         cap = self.capacity.get(tenant)
         if cap is None:
             cap = self.capacity[tenant] = self._default_share or float(ctx.cluster.total_gpus)
         return cap
 
-    def on_arrival(self, ctx, job: Job) -> None:
+    def on_arrival(self, ctx: Context, job: Job) -> None:
         if job.num_gpus > self._capacity(ctx, job.tenant) and not self.elastic:
             self.refused.append(job.id)
             return
         self.queues.setdefault(job.tenant, deque()).append(job)
 
-    def on_finish(self, ctx, job: Job) -> None:
+    def on_finish(self, ctx: Context, job: Job) -> None:
         self.used[job.tenant] -= job.num_gpus
 
-    def schedule(self, ctx) -> None:
+    def schedule(self, ctx: Context) -> None:
         for tenant, queue in self.queues.items():
             cap = self._capacity(ctx, tenant)
             while queue:

@@ -16,6 +16,7 @@ import numpy as np
 from schedlab.cluster.state import ClusterState, Group
 from schedlab.errors import ConfigError
 from schedlab.sim.job import Job
+from schedlab.sim.policy import Context
 
 Alloc = list[tuple[int, int]]
 
@@ -26,7 +27,7 @@ class Placer:
 
     name = "base"
 
-    def place(self, ctx, job: Job) -> Alloc | None:
+    def place(self, ctx: Context, job: Job) -> Alloc | None:
         state: ClusterState = ctx.state
         groups = ctx.groups_of(job)
         if job.fractional:

@@ -21,33 +21,9 @@ from functools import partial
 
 from sortedcontainers import SortedList
 
-from schedlab.policies.placers import Placer, RandomFit
+from schedlab.policies.common.placers import Placer, RandomFit
 from schedlab.sim.job import RUNNING, Job
-
-
-class Policy:
-    """Base class: override the callbacks you need."""
-
-    name = "policy"
-
-    def setup(self, ctx) -> None:
-        """Called once before the first event."""
-
-    def on_arrival(self, ctx, job: Job) -> None:
-        """A job was submitted; it is pending."""
-
-    def on_finish(self, ctx, job: Job) -> None:
-        """A job completed; its GPUs are free."""
-
-    def on_timer(self, ctx, payload: object) -> bool | None:
-        """A timer set with ``ctx.set_timer`` fired. Return False when it changed nothing
-        (a stale timer): the engine then skips the scheduling round it would trigger."""
-
-    def on_node_on(self, ctx, node: int) -> None:
-        """A node finished booting."""
-
-    def schedule(self, ctx) -> None:
-        """Decide: start, preempt, migrate... through ``ctx``."""
+from schedlab.sim.policy import Context, Policy
 
 
 def job_shape(job: Job) -> tuple[float, float, str]:
@@ -86,7 +62,7 @@ def drain_shapes(shapes: dict[tuple, SortedList], waiting: dict[int, Job], try_s
             del shapes[key]
 
 
-OrderKey = Callable[[object, Job], float]
+OrderKey = Callable[[Context, Job], float]
 
 
 class QueueScheduler(Policy):
@@ -112,18 +88,18 @@ class QueueScheduler(Policy):
         self.waiting: dict[int, Job] = {}
         self.exchangeable = not isinstance(placer, RandomFit)
 
-    def on_arrival(self, ctx, job: Job) -> None:
+    def on_arrival(self, ctx: Context, job: Job) -> None:
         add_to_shape_queue(self.pools.setdefault(ctx.pool_of(job), {}), job, self.order(ctx, job))
         self.waiting[job.idx] = job
 
-    def schedule(self, ctx) -> None:
+    def schedule(self, ctx: Context) -> None:
         for pool, shapes in self.pools.items():
             if self.exchangeable:
                 self._drain(ctx, pool, shapes)
             else:
                 self._drain_each(ctx, shapes)
 
-    def _drain(self, ctx, pool: str, shapes: dict[tuple, SortedList]) -> None:
+    def _drain(self, ctx: Context, pool: str, shapes: dict[tuple, SortedList]) -> None:
         state = ctx.state
         pool_groups = state.groups_for(pool, "")
         heads = [(queue[0], key) for key, queue in shapes.items() if queue]
@@ -148,7 +124,7 @@ class QueueScheduler(Policy):
             if state.free_in(pool_groups) == 0 and not (self.backfill and self._fractions_waiting(shapes)):
                 return
 
-    def _drain_each(self, ctx, shapes: dict[tuple, SortedList]) -> None:
+    def _drain_each(self, ctx: Context, shapes: dict[tuple, SortedList]) -> None:
         """For a randomised placer, where jobs of one shape are not interchangeable: walk the
         pool's jobs in order (O(queue length))."""
         merged = sorted(entry + (key,) for key, queue in shapes.items() for entry in queue)
@@ -168,7 +144,7 @@ class QueueScheduler(Policy):
         return any(key[0] < 1 and queue for key, queue in shapes.items())
 
 
-PriorityKey = Callable[[object, Job], tuple]
+PriorityKey = Callable[[Context, Job], tuple]
 GUARD_ENDS = "guard-ends"  # timer payload of PreemptiveScheduler: a progress guard has ended
 
 
@@ -207,26 +183,26 @@ class PreemptiveScheduler(Policy):
         self.exchangeable = not isinstance(placer, RandomFit)
         self.wake_at = -math.inf  # the latest GUARD_ENDS timer
 
-    def on_arrival(self, ctx, job: Job) -> None:
+    def on_arrival(self, ctx: Context, job: Job) -> None:
         self.active[job.idx] = job
         self.fractions += job.fractional
         pool = ctx.pool_of(job)
         self.demand[pool] = self.demand.get(pool, 0.0) + job.num_gpus
 
-    def on_finish(self, ctx, job: Job) -> None:
+    def on_finish(self, ctx: Context, job: Job) -> None:
         del self.active[job.idx]
         self.fractions -= job.fractional
         self.demand[ctx.pool_of(job)] -= job.num_gpus
         self.blocked.clear()  # GPUs were freed: preempting may help again
 
-    def on_timer(self, ctx, payload: object) -> bool | None:
+    def on_timer(self, ctx: Context, payload: object) -> bool | None:
         """A subclass with timers of its own passes :data:`GUARD_ENDS` on to this method."""
         if payload == GUARD_ENDS:
             self.blocked.clear()  # more jobs may be victims now
             return True
         return None
 
-    def schedule(self, ctx) -> None:
+    def schedule(self, ctx: Context) -> None:
         if ctx.pending_count == 0:
             return  # everyone runs: nothing to rank, nobody to preempt
         key = partial(self.priority, ctx)
@@ -277,7 +253,7 @@ class PreemptiveScheduler(Policy):
                 if state.free_in(ctx.groups_of(job)) > 0 or job.fractional:
                     self._try(ctx, job, failed)
 
-    def _start_all_fitting(self, ctx, key) -> None:
+    def _start_all_fitting(self, ctx: Context, key) -> None:
         """Every active job would be admitted, so nobody is a victim: the full round reduces to
         placing the pending jobs in rank order (the same decisions, without ranking everyone)."""
         failed: set[tuple] = set()
@@ -285,7 +261,7 @@ class PreemptiveScheduler(Policy):
             if not self._try(ctx, job, failed):
                 self.blocked.add(job.idx)
 
-    def _try(self, ctx, job: Job, failed: set[tuple]) -> bool:
+    def _try(self, ctx: Context, job: Job, failed: set[tuple]) -> bool:
         """Place and start ``job`` if it fits; remember a shape that does not (the same
         shape will not fit either, for a deterministic placer)."""
         shape = (job.tenant if ctx.cluster.partitioned else "", *job_shape(job))
@@ -299,7 +275,7 @@ class PreemptiveScheduler(Policy):
         self._start(ctx, job, alloc)
         return True
 
-    def _start_preempting(self, ctx, job: Job, victims: list[Job], paused: set[int], failed: set[tuple]) -> None:
+    def _start_preempting(self, ctx: Context, job: Job, victims: list[Job], paused: set[int], failed: set[tuple]) -> None:
         if self._try(ctx, job, failed) or job.idx in self.blocked:
             return
         chosen = self._victims_that_make_room(ctx, job, victims)
@@ -314,35 +290,30 @@ class PreemptiveScheduler(Policy):
         failed.clear()
         self._try(ctx, job, failed)
 
-    def _victims_that_make_room(self, ctx, job: Job, victims: list[Job]) -> list[Job] | None:
+    def _victims_that_make_room(self, ctx: Context, job: Job, victims: list[Job]) -> list[Job] | None:
         """The fewest lowest-ranked victims whose GPUs, once freed, let the placer place
-        ``job``; found by releasing their GPUs in the cluster state and restoring them."""
+        ``job``; found in a what-if check on the cluster state (undone on leaving it)."""
         state = ctx.state
         freeable = state.free_in(ctx.groups_of(job)) + sum(v.num_gpus for v in victims)
         if freeable < job.num_gpus:
             return None
         chosen: list[Job] = []
-        found = False
-        for victim in reversed(victims):  # lowest rank first
-            if victim.colocated:
-                continue
-            for node, gids in victim.alloc:
-                state.release(node, gids, victim.milli)
-            chosen.append(victim)
-            if self.placer.place(ctx, job) is not None:
-                found = True
-                break
-        for victim in chosen:
-            for node, gids in victim.alloc:
-                state.reclaim(node, gids, victim.milli)
-        return chosen if found else None
+        with state.what_if() as release:
+            for victim in reversed(victims):  # lowest rank first
+                if victim.colocated:
+                    continue
+                release(victim.alloc, victim.milli)
+                chosen.append(victim)
+                if self.placer.place(ctx, job) is not None:
+                    return chosen
+        return None
 
-    def _start(self, ctx, job: Job, alloc) -> None:
+    def _start(self, ctx: Context, job: Job, alloc) -> None:
         ctx.start(job, alloc)
         self.started(ctx, job)
 
-    def started(self, ctx, job: Job) -> None:
+    def started(self, ctx: Context, job: Job) -> None:
         """Hook: this scheduler just started (or resumed) ``job``."""
 
-    def paused(self, ctx, job: Job) -> None:
+    def paused(self, ctx: Context, job: Job) -> None:
         """Hook: this scheduler just paused ``job``."""

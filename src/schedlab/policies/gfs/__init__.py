@@ -18,10 +18,13 @@ The option ``forecaster`` ("orglinear" or "weekly-peak") overrides a variant's f
 
 from __future__ import annotations
 
-from dataclasses import fields, replace
+import functools
+import typing
+from dataclasses import field, fields, make_dataclass, replace
 from typing import Any
 
 from schedlab.errors import ConfigError
+from schedlab.policies.params import help_field
 from schedlab.policies.gfs.forecast import OnlineSettings, OrgLinearForecaster
 from schedlab.policies.gfs.policy import GFS, PtsConfig
 from schedlab.policies.gfs.sqa import DemandForecaster, SqaConfig, WeeklyPeak
@@ -54,6 +57,22 @@ def build_gfs(variant: str, params: dict[str, Any] | None = None, *, seed: int =
     return GFS(variant, forecaster, sqa=sqa, pts_config=pts)
 
 
+@functools.cache
+def gfs_params(variant: str) -> type:
+    """The parameter dataclass of a GFS variant: every :class:`SqaConfig` and :class:`PtsConfig`
+    field, ``forecaster`` and ``pooling``, with the variant's defaults."""
+    overrides = VARIANTS[variant]
+    specs: list[tuple[str, Any, Any]] = []
+    for config in (SqaConfig, PtsConfig):
+        hints = typing.get_type_hints(config)
+        for f in fields(config):
+            specs.append((f.name, hints[f.name], field(default=overrides.get(f.name, f.default))))
+    specs.append(("forecaster", str, help_field(overrides.get("forecaster", "orglinear"),
+                                                "HP demand forecaster: orglinear or weekly-peak")))
+    specs.append(("pooling", str, help_field("model", "combine OrgLinear's per-organisation bounds per model or per org")))
+    return make_dataclass(f"GfsParams_{variant.replace('-', '_')}", specs, frozen=True)
+
+
 def _forecaster(variant: str, kind: str, pooling: str, seed: int) -> DemandForecaster:
     if kind == "orglinear":
         return OrgLinearForecaster(OnlineSettings(pooling=pooling), seed=seed)
@@ -62,4 +81,4 @@ def _forecaster(variant: str, kind: str, pooling: str, seed: int) -> DemandForec
     raise ConfigError(f"{variant}: forecaster must be orglinear or weekly-peak (got {kind!r})")
 
 
-__all__ = ["GFS", "OnlineSettings", "OrgLinearForecaster", "PtsConfig", "SqaConfig", "VARIANTS", "WeeklyPeak", "build_gfs"]
+__all__ = ["GFS", "OnlineSettings", "OrgLinearForecaster", "PtsConfig", "SqaConfig", "VARIANTS", "WeeklyPeak", "build_gfs", "gfs_params"]

@@ -29,7 +29,8 @@ import numpy as np
 import pandas as pd
 from sortedcontainers import SortedList
 
-from schedlab.policies.base import Policy, add_to_shape_queue, drain_shapes
+from schedlab.sim.policy import Context, Policy
+from schedlab.policies.common.queues import add_to_shape_queue, drain_shapes
 from schedlab.policies.gfs import pts
 from schedlab.policies.gfs.nodes import NodeBook
 from schedlab.policies.gfs.sqa import DemandForecaster, GuaranteeLedger, Key, SpotQuota, SqaConfig, inventory
@@ -79,25 +80,21 @@ class GFS(Policy):
         self.decision_s = array("d")
         self.eta_trace: list[tuple[float, str, float]] = []
         self.book: NodeBook | None = None
-        self.arrived = 0
-        self.total_jobs = 0
-        self.span_s = self.guarantee_s  # eq. 19's normalisation: the arrival span (set up per run)
+        self.first_arrival: float | None = None  # eq. 19 normalises by the arrival span so far
 
     # ----- callbacks -----------------------------------------------------------------------
-    def setup(self, ctx) -> None:
+    def setup(self, ctx: Context) -> None:
         self.book = NodeBook(ctx.state, gamma=self.pts.gamma, penalty_base=self.pts.penalty_base,
                              eviction_aware=self.pts.eviction_aware)  # fmt: skip
-        self.total_jobs = len(ctx.workload.jobs)
-        submit = ctx.workload.jobs["submit_s"]
-        self.span_s = max(self.guarantee_s, float(submit.max() - submit.min()))
         self._update_quota(ctx)
         ctx.set_timer(ctx.now + self.sqa.update_s, (_TICK,))
 
-    def on_arrival(self, ctx, job: Job) -> None:
-        self.arrived += 1
+    def on_arrival(self, ctx: Context, job: Job) -> None:
+        if self.first_arrival is None:
+            self.first_arrival = ctx.now
         self._enqueue(job)
 
-    def on_finish(self, ctx, job: Job) -> None:
+    def on_finish(self, ctx: Context, job: Job) -> None:
         self.blocked.clear()
         model = self.model_of.pop(job.idx)
         if job.cls == SPOT:
@@ -109,25 +106,25 @@ class GFS(Policy):
         for node, _gids in job.data:
             self.book.touch(node)
 
-    def on_timer(self, ctx, payload: object) -> bool:
+    def on_timer(self, ctx: Context, payload: object) -> bool:
         if payload[0] == _GUARANTEE:
             _, idx, run = payload
-            job = ctx.live.get(idx)
+            job = ctx.active.get(idx)
             if job is not None and job.state == RUNNING and self.run_no.get(idx) == run:
                 self._ledger(self.model_of[idx]).meet(ctx.now)
                 ctx.set_timer(ctx.now + self.guarantee_s, payload)
             return False
         self._update_quota(ctx)
-        if self.arrived < self.total_jobs or ctx.live:
+        if ctx.arrivals_left or ctx.active:
             ctx.set_timer(ctx.now + self.sqa.update_s, (_TICK,))
         return True
 
-    def schedule(self, ctx) -> None:
+    def schedule(self, ctx: Context) -> None:
         self._drain(ctx, spot=False)
         self._drain(ctx, spot=True)
 
     # ----- SQA -----------------------------------------------------------------------------
-    def _update_quota(self, ctx) -> None:
+    def _update_quota(self, ctx: Context) -> None:
         now = ctx.now
         state = ctx.state
         self.forecaster.observe(now, self.demand_changes)
@@ -168,16 +165,16 @@ class GFS(Policy):
         add_to_shape_queue(self.queues[job.cls == SPOT], job, job.submit)
         self.waiting[job.idx] = job
 
-    def _drain(self, ctx, *, spot: bool) -> None:
+    def _drain(self, ctx: Context, *, spot: bool) -> None:
         drain_shapes(self.queues[spot], self.waiting, lambda job, key: self._timed_decide(ctx, job, key, spot))
 
-    def _timed_decide(self, ctx, job: Job, key: tuple, spot: bool) -> bool:
+    def _timed_decide(self, ctx: Context, job: Job, key: tuple, spot: bool) -> bool:
         t0 = time.perf_counter()
         started = self._decide(ctx, job, key, spot)
         self.decision_s.append(time.perf_counter() - t0)
         return started
 
-    def _decide(self, ctx, job: Job, key: tuple, spot: bool) -> bool:
+    def _decide(self, ctx: Context, job: Job, key: tuple, spot: bool) -> bool:
         aware = self.pts.eviction_aware
         groups = ctx.groups_of(job)
         if spot and not self.quota.admits(job.gpu_type, self._held(job.gpu_type), job.num_gpus):
@@ -192,15 +189,20 @@ class GFS(Policy):
         self._start(ctx, job, alloc)
         return True
 
+    def _span_s(self, ctx: Context) -> float:
+        """Eq. 19's normalisation: the arrivals' span so far (the public simulator uses the
+        whole trace's span, which a scheduler cannot know), at least one guarantee period."""
+        return max(self.guarantee_s, ctx.now - self.first_arrival)
+
     def _held(self, model: str) -> float:
         return sum(self.spot_held.values()) if model == "" else self.spot_held.get(model, 0.0)
 
-    def _preempt_for(self, ctx, job: Job, groups) -> list[tuple[int, int]] | None:
+    def _preempt_for(self, ctx: Context, job: Job, groups) -> list[tuple[int, int]] | None:
         ledgers = [self._ledger(m) for m in {g.gpu_type for g in groups}]
         plan = pts.plan_preemption(
             ctx, self.book, groups, job, aware=self.pts.preemption_aware,
             broken=sum(x.total_broken for x in ledgers), met=sum(x.total_met for x in ledgers),
-            span_s=self.span_s, beta=self.pts.beta,
+            span_s=self._span_s(ctx), beta=self.pts.beta,
         )  # fmt: skip
         if plan is None:
             return None
@@ -211,7 +213,7 @@ class GFS(Policy):
             return pts.free_alloc(ctx.state, nodes[0], job)
         return pts.place(self.book, groups, job, spot=False, aware=self.pts.eviction_aware)
 
-    def _start(self, ctx, job: Job, alloc: list[tuple[int, int]]) -> None:
+    def _start(self, ctx: Context, job: Job, alloc: list[tuple[int, int]]) -> None:
         ctx.start(job, alloc)
         job.data = job.alloc
         model = job.gpu_type or ctx.state.node_type[alloc[0][0]]
@@ -227,7 +229,7 @@ class GFS(Policy):
         for node, _count in alloc:
             self.book.touch(node)
 
-    def _evict(self, ctx, victim: Job) -> None:
+    def _evict(self, ctx: Context, victim: Job) -> None:
         inside = ctx.now - victim.run_since < self.guarantee_s
         alloc = victim.alloc
         ctx.preempt(victim)

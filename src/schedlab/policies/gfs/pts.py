@@ -16,7 +16,7 @@ Non-preemptive placement (Algorithm 2) ranks the nodes that can hold the job lex
 Without eviction awareness (the "-s" ablations) Score3 and the breaker are off. A job that
 fits on one node gets one node; a larger (gang) job takes whole workers from the nodes with
 the most free GPUs, skipping blocked nodes for spot (no scores: an assumption). A fractional
-job uses the shared-GPU rule of :class:`schedlab.policies.placers.BestFit`, without scores.
+job uses the shared-GPU rule of :class:`schedlab.policies.common.placers.BestFit`, without scores.
 
 Preemption (Algorithm 3), HP jobs only, victims only spot jobs:
 
@@ -46,8 +46,9 @@ from collections.abc import Iterable
 
 from schedlab.cluster.state import ClusterState, Group
 from schedlab.policies.gfs.nodes import NodeBook
-from schedlab.policies.placers import BestFit, take_workers, worker_room, worker_size
+from schedlab.policies.common.placers import BestFit, take_workers, worker_room, worker_size
 from schedlab.sim.job import Job
+from schedlab.sim.policy import Context
 
 Alloc = list[tuple[int, int]]
 _FRACTIONS = BestFit()
@@ -137,7 +138,7 @@ def spread(book: NodeBook, groups: tuple[Group, ...], need: int, worker: int, *,
 
 
 # ----- preemption (Algorithm 3) ---------------------------------------------------------------
-def waste(ctx, job: Job) -> float:
+def waste(ctx: Context, job: Job) -> float:
     """Eq. 17: GPUs x wall seconds of work since the job's last periodic checkpoint."""
     if job.rate <= 0:
         return 0.0
@@ -145,7 +146,7 @@ def waste(ctx, job: Job) -> float:
     return job.num_gpus * max(0.0, progress - job.checkpointed(progress)) / job.rate
 
 
-def victims_on(ctx, book: NodeBook, node: int, short: int, *, aware: bool) -> list[Job] | None:
+def victims_on(ctx: Context, book: NodeBook, node: int, short: int, *, aware: bool) -> list[Job] | None:
     """Spot jobs of ``node`` whose eviction frees ``short`` more whole GPUs there: least
     waste first then a backward pruning pass (aware), or newest first (not aware)."""
     held = {idx: sum(len(gids) for n, gids in j.alloc if n == node)
@@ -172,7 +173,7 @@ def victims_on(ctx, book: NodeBook, node: int, short: int, *, aware: bool) -> li
     return chosen
 
 
-def node_cost(ctx, victims: list[Job], *, broken: int, met: int, span_s: float, gpus: float, beta: float) -> float:
+def node_cost(ctx: Context, victims: list[Job], *, broken: int, met: int, span_s: float, gpus: float, beta: float) -> float:
     """Eq. 19: the eviction rate after these evictions plus ``beta`` x normalised waste. Each
     victim fails its guarantee period in progress (as :class:`.sqa.GuaranteeLedger` counts
     them), so the rate is ``(broken + victims) / (broken + met + victims)``."""
@@ -183,7 +184,7 @@ def node_cost(ctx, victims: list[Job], *, broken: int, met: int, span_s: float, 
 
 
 def plan_preemption(
-    ctx, book: NodeBook, groups: tuple[Group, ...], job: Job, *, aware: bool, broken: int, met: int,
+    ctx: Context, book: NodeBook, groups: tuple[Group, ...], job: Job, *, aware: bool, broken: int, met: int,
     span_s: float, beta: float,
 ) -> tuple[list[int], list[Job]] | None:  # fmt: skip
     """Nodes and spot victims that make room for HP ``job``, or None when evicting every spot

@@ -8,6 +8,11 @@ Durations come from :class:`schedlab.predict.duration.DurationPredictor`, fed th
 :class:`schedlab.predict.framework.UpdateEngine`: warm-started on a ``history`` workload (jobs
 finished before the evaluation, e.g. from :func:`schedlab.workload.transforms.split_history`),
 extended with each job as it finishes and refitted every ``refit_every_s`` of simulated time.
+
+``submissions`` are the run's jobs as known at submission (:data:`SUBMITTED_COLUMNS`, no
+outcome), given when the policy is built: the update engine scores the jobs submitted before
+its next refit in one batch, each with the model a call at the job's arrival would use (the
+same value; a per-job call costs about 20 ms). Nothing else of the future is read.
 """
 
 from __future__ import annotations
@@ -17,12 +22,13 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from schedlab.policies.base import QueueScheduler
-from schedlab.policies.placers import Placer
+from schedlab.policies.common.queues import QueueScheduler
+from schedlab.policies.common.placers import Placer
 from schedlab.predict.duration import DurationPredictor, DurationSettings
 from schedlab.predict.framework import DAY_S, Predictor, UpdateEngine, accuracy, finished_table
 from schedlab.sim.job import Job
-from schedlab.workload.schema import Workload
+from schedlab.sim.policy import Context
+from schedlab.workload.schema import SUBMITTED_COLUMNS, Workload
 
 
 class QSSF(QueueScheduler):
@@ -33,6 +39,7 @@ class QSSF(QueueScheduler):
         self,
         placer: Placer,
         *,
+        submissions: pd.DataFrame,
         history: Workload | None = None,
         predictor: Predictor | None = None,
         settings: DurationSettings | None = None,
@@ -40,6 +47,7 @@ class QSSF(QueueScheduler):
         seed: int = 0,
     ) -> None:
         super().__init__("qssf", self._predicted_gpu_time, placer)
+        self.submissions = submissions
         self.history = history
         self.predictor = predictor
         self.settings = settings
@@ -48,20 +56,19 @@ class QSSF(QueueScheduler):
         self.engine: UpdateEngine | None = None
         self.predicted = np.empty(0)
 
-    def setup(self, ctx) -> None:
-        workload: Workload = ctx.workload
+    def setup(self, ctx: Context) -> None:
         if self.predictor is None:
-            self.predictor = DurationPredictor(self.settings, origin=workload.origin, seed=self.seed)
+            self.predictor = DurationPredictor(self.settings, origin=ctx.origin, seed=self.seed)
         history = finished_table(self.history) if self.history is not None else None
-        self.engine = UpdateEngine(self.predictor, workload.jobs, history=history, refit_every_s=self.refit_every_s)
-        self.predicted = np.full(len(workload.jobs), np.nan)
+        self.engine = UpdateEngine(self.predictor, self.submissions, history=history, refit_every_s=self.refit_every_s)
+        self.predicted = np.full(len(self.submissions), np.nan)
 
-    def _predicted_gpu_time(self, ctx, job: Job) -> float:
+    def _predicted_gpu_time(self, ctx: Context, job: Job) -> float:
         duration = self.engine.predict(job.idx, ctx.now)
         self.predicted[job.idx] = duration
         return job.num_gpus * duration
 
-    def on_finish(self, ctx, job: Job) -> None:
+    def on_finish(self, ctx: Context, job: Job) -> None:
         self.engine.record_finish(job.idx, ctx.now, job.work)
 
     def report(self, jobs: pd.DataFrame) -> dict[str, Any]:

@@ -48,8 +48,10 @@ from scipy.optimize import Bounds, LinearConstraint, milp
 from scipy.sparse import coo_matrix
 from sortedcontainers import SortedList
 
-from schedlab.policies.base import Policy, drain_shapes, job_shape
-from schedlab.policies.placers import Placer
+from schedlab.sim.policy import Context, Policy
+from schedlab.policies.common.queues import drain_shapes, job_shape
+from schedlab.policies.common.placers import Placer
+from schedlab.policies.params import help_field
 from schedlab.sim.job import PENDING, RUNNING, Job
 
 SPOT = "spot"
@@ -59,10 +61,10 @@ SPOT = "spot"
 class ChronusConfig:
     """Lease lengths, the boundary grid and the candidate cap (seconds, jobs)."""
 
-    hp_lease_s: float = 1200.0
-    spot_lease_s: float = 300.0
-    tick_s: float = 300.0
-    max_candidates: int = 256
+    hp_lease_s: float = help_field(1200.0, "lease of a high-priority job (s)")
+    spot_lease_s: float = help_field(300.0, "lease of a spot job (s)")
+    tick_s: float = help_field(300.0, "grid of lease boundaries (s)")
+    max_candidates: int = help_field(256, "most jobs in one lease auction")
 
     def __post_init__(self) -> None:
         if not (self.hp_lease_s > 0 and self.spot_lease_s > 0 and self.tick_s > 0 and self.max_candidates >= 1):
@@ -136,30 +138,26 @@ class Chronus(Policy):
         self.queues: dict[bool, dict[tuple, SortedList]] = {False: {}, True: {}}  # is spot -> (pool, shape) -> FIFO
         self.expiry: dict[float, dict[int, Job]] = {}  # lease end -> running jobs
         self.lease_end: dict[int, float] = {}
-        self.total_jobs = 0
-        self.arrived = 0
         self.pauses = 0
         self.boundaries = 0
         self.solves = 0
         self.solve_s = 0.0
 
-    def setup(self, ctx) -> None:
-        self.total_jobs = len(ctx.workload.jobs)
+    def setup(self, ctx: Context) -> None:
         ctx.set_timer(ctx.now + self.config.tick_s, None)
 
-    def on_arrival(self, ctx, job: Job) -> None:
-        self.arrived += 1
+    def on_arrival(self, ctx: Context, job: Job) -> None:
         self._enqueue(ctx, job)
 
-    def on_finish(self, ctx, job: Job) -> None:
+    def on_finish(self, ctx: Context, job: Job) -> None:
         del self.expiry[self.lease_end.pop(job.idx)][job.idx]
 
-    def on_timer(self, ctx, payload: object) -> bool:
-        if self.arrived < self.total_jobs or ctx.live:
+    def on_timer(self, ctx: Context, payload: object) -> bool:
+        if ctx.arrivals_left or ctx.active:
             ctx.set_timer(ctx.now + self.config.tick_s, None)
         return any(jobs and end <= ctx.now for end, jobs in self.expiry.items())
 
-    def schedule(self, ctx) -> None:
+    def schedule(self, ctx: Context) -> None:
         expiring = [job for end in [t for t in self.expiry if t <= ctx.now] for job in self.expiry.pop(end).values()]
         if expiring:
             self._boundary(ctx, expiring)
@@ -167,12 +165,12 @@ class Chronus(Policy):
             drain_shapes(self.queues[spot], self.waiting, lambda job, _key: self._grant(ctx, job))
 
     # ----- queues: per class, then per (pool, shape), FIFO by submission ---------------------------
-    def _enqueue(self, ctx, job: Job) -> None:
+    def _enqueue(self, ctx: Context, job: Job) -> None:
         key = (ctx.pool_of(job), *job_shape(job))
         self.queues[job.cls == SPOT].setdefault(key, SortedList()).add((job.submit, job.idx))
         self.waiting[job.idx] = job
 
-    def _dequeue(self, ctx, job: Job) -> None:
+    def _dequeue(self, ctx: Context, job: Job) -> None:
         shapes = self.queues[job.cls == SPOT]
         key = (ctx.pool_of(job), *job_shape(job))
         shapes[key].remove((job.submit, job.idx))
@@ -180,7 +178,7 @@ class Chronus(Policy):
             del shapes[key]
         del self.waiting[job.idx]
 
-    def _pending_in(self, ctx, gids: set[int]) -> Iterator[Job]:
+    def _pending_in(self, ctx: Context, gids: set[int]) -> Iterator[Job]:
         """Waiting jobs that may use one of the groups ``gids``, HP first, then by submission."""
         state = ctx.state
         for spot in (False, True):
@@ -194,14 +192,14 @@ class Chronus(Policy):
 
     # ----- leases ------------------------------------------------------------------------------
 
-    def _lease(self, ctx, job: Job) -> None:
+    def _lease(self, ctx: Context, job: Job) -> None:
         length = self.config.spot_lease_s if job.cls == SPOT else self.config.hp_lease_s
         tick = self.config.tick_s
         end = math.ceil((ctx.now + length) / tick - 1e-9) * tick
         self.lease_end[job.idx] = end
         self.expiry.setdefault(end, {})[job.idx] = job
 
-    def _grant(self, ctx, job: Job) -> bool:
+    def _grant(self, ctx: Context, job: Job) -> bool:
         """Start ``job`` on free GPUs with a new lease if the placer finds room (the caller
         takes it out of the queue)."""
         if not (job.fractional or job.num_gpus <= ctx.state.free_in(ctx.groups_of(job))):
@@ -213,7 +211,7 @@ class Chronus(Policy):
         self._lease(ctx, job)
         return True
 
-    def _boundary(self, ctx, expiring: list[Job]) -> None:
+    def _boundary(self, ctx: Context, expiring: list[Job]) -> None:
         state = ctx.state
         freed = {state.node_group[node] for job in expiring for node, _ in job.alloc}
         pending = list(itertools.islice(self._pending_in(ctx, freed), self.config.max_candidates))

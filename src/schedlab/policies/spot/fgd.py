@@ -20,22 +20,32 @@ of each eligible (pool, model) group is scored (the lowest id of the bucket): at
 ``max_gpus`` scores per group, never a scan of the nodes. Jobs spanning nodes and fractional
 jobs use the placer's rule (best fit by default), unscored. Queueing and eviction (FCFS,
 HP first, HP evicts the newest spot jobs of the best-fitting node) are those of
-:mod:`schedlab.policies.spot_fcfs`.
+:mod:`schedlab.policies.spot.spot_fcfs`.
 """
 
 from __future__ import annotations
 
 from collections import Counter, deque
+from dataclasses import dataclass
 
-from schedlab.policies.placers import Alloc, Placer, worker_size
-from schedlab.policies.spot_fcfs import SpotFCFS
+from schedlab.policies.params import help_field
+from schedlab.policies.common.placers import Alloc, Placer, worker_size
+from schedlab.policies.spot.spot_fcfs import SpotFCFS
 from schedlab.sim.job import Job
+from schedlab.sim.policy import Context
 
 
 def fragmentation(free: int, units: Counter[int]) -> int:
     """Free GPUs that jobs drawn from ``units`` (unit -> count of recent arrivals) cannot use,
     times the number of arrivals: the expected fragmentation, kept integral so ties are exact."""
     return sum(count * (free % unit) for unit, count in units.items())
+
+
+@dataclass(frozen=True)
+class FgdParams:
+    """How many recent arrivals define the expected job sizes."""
+
+    window: int = help_field(1000, "recent arrivals whose GPU sizes define the fragmentation measure")
 
 
 class FGD(SpotFCFS):
@@ -49,7 +59,7 @@ class FGD(SpotFCFS):
         self.recent: dict[str, deque[int]] = {}
         self.units: dict[str, Counter[int]] = {}
 
-    def on_arrival(self, ctx, job: Job) -> None:
+    def on_arrival(self, ctx: Context, job: Job) -> None:
         unit = self._unit(ctx, job)
         for model in {job.gpu_type, ""}:
             recent = self.recent.setdefault(model, deque())
@@ -64,14 +74,14 @@ class FGD(SpotFCFS):
         super().on_arrival(ctx, job)
 
     @staticmethod
-    def _unit(ctx, job: Job) -> int:
+    def _unit(ctx: Context, job: Job) -> int:
         if job.fractional:
             return 1
         if any(job.num_gpus <= g.max_gpus for g in ctx.groups_of(job)):
             return int(job.num_gpus)
         return worker_size(job)
 
-    def place(self, ctx, job: Job) -> Alloc | None:
+    def place(self, ctx: Context, job: Job) -> Alloc | None:
         groups = ctx.groups_of(job)
         need = int(job.num_gpus)
         if job.fractional or not any(need <= g.max_gpus for g in groups):

@@ -15,7 +15,7 @@ have all left returns to HP at once.
 
 Deviations: jobs are rigid here, so Lyra's elastic scaling (the knapsack over extra workers)
 is not modelled; reclaiming is per node, as in Lyra, so a whole node's spot jobs are evicted
-even when part of it would do. Queues are those of :mod:`schedlab.policies.spot_fcfs` (FCFS,
+even when part of it would do. Queues are those of :mod:`schedlab.policies.spot.spot_fcfs` (FCFS,
 HP first). Placement inside each side is best fit over its own free-count buckets, so no
 decision scans the nodes; reclaiming looks at the loaned nodes of the job's groups, and only
 when an HP job fits nowhere. Fractional jobs take a whole GPU's slot of the index (no GPU
@@ -31,9 +31,10 @@ from sortedcontainers import SortedList
 
 from schedlab.cluster.state import ClusterState, Group
 from schedlab.policies.gfs.pts import waste
-from schedlab.policies.placers import Alloc, Placer, take_workers, worker_size
-from schedlab.policies.spot_fcfs import SPOT, SpotFCFS
+from schedlab.policies.common.placers import Alloc, Placer, take_workers, worker_size
+from schedlab.policies.spot.spot_fcfs import SPOT, SpotFCFS
 from schedlab.sim.job import Job
+from schedlab.sim.policy import Context
 
 
 class NodeSet:
@@ -133,13 +134,13 @@ class Lyra(SpotFCFS):
         self.fractions_on: dict[int, dict[int, Job]] = {}  # node -> fractional spot jobs
         self.reclaims = 0
 
-    def setup(self, ctx) -> None:
+    def setup(self, ctx: Context) -> None:
         self.hp = NodeSet(ctx.state)
         self.loaned = NodeSet(ctx.state)
         for node in range(ctx.state.num_nodes):
             self.hp.add(node)
 
-    def place(self, ctx, job: Job) -> Alloc | None:
+    def place(self, ctx: Context, job: Job) -> Alloc | None:
         groups = ctx.groups_of(job)
         need = 1 if job.fractional else int(job.num_gpus)
         if not any(need <= g.max_gpus for g in groups):
@@ -152,7 +153,7 @@ class Lyra(SpotFCFS):
                 node = self.hp.smallest_idle(groups, need)
         return None if node is None else [(node, need)]
 
-    def _spread(self, ctx, job: Job, groups: tuple[Group, ...], need: int) -> Alloc | None:
+    def _spread(self, ctx: Context, job: Job, groups: tuple[Group, ...], need: int) -> Alloc | None:
         """Whole workers of a job larger than a node: HP on HP nodes, spot on loaned nodes then
         idle HP nodes, most free GPUs first; the room counts rule out a hopeless scan."""
         worker = worker_size(job)
@@ -165,7 +166,7 @@ class Lyra(SpotFCFS):
         idle = [n for n in self.hp.by_free(groups) if ctx.state.idle(n)]
         return take_workers(ctx.state, self.loaned.by_free(groups) + idle, need, worker)
 
-    def started(self, ctx, job: Job) -> None:
+    def started(self, ctx: Context, job: Job) -> None:
         for node, _gids in job.alloc:
             if job.cls == SPOT and node in self.hp:
                 self.hp.remove(node)
@@ -175,7 +176,7 @@ class Lyra(SpotFCFS):
             self.hp.refresh(node)
             self.loaned.refresh(node)
 
-    def released(self, ctx, job: Job) -> None:
+    def released(self, ctx: Context, job: Job) -> None:
         super().released(ctx, job)
         for node, _gids in job.data:
             if job.cls == SPOT and job.fractional:
@@ -186,7 +187,7 @@ class Lyra(SpotFCFS):
                 self.loaned.remove(node)
                 self.hp.add(node)
 
-    def make_room(self, ctx, job: Job) -> Alloc | None:
+    def make_room(self, ctx: Context, job: Job) -> Alloc | None:
         state = ctx.state
         groups = ctx.groups_of(job)
         gids = {state.node_group[g.nodes[0]] for g in groups}
@@ -208,12 +209,12 @@ class Lyra(SpotFCFS):
             hp_free += state.free[node]
         return self.place(ctx, job)
 
-    def cost(self, ctx, node: int) -> float:
+    def cost(self, ctx: Context, node: int) -> float:
         """Lyra's server preemption cost: the work lost by evicting the node's spot jobs."""
         jobs = [*self.spot_on.get(node, {}).values(), *self.fractions_on.get(node, {}).values()]
         return sum(waste(ctx, j) for j in jobs)
 
-    def _reclaim(self, ctx, node: int) -> None:
+    def _reclaim(self, ctx: Context, node: int) -> None:
         """Evict every spot job of a loaned node; the node, now idle, returns to HP."""
         self.reclaims += 1
         for victim in [*self.spot_on.get(node, {}).values(), *self.fractions_on.get(node, {}).values()]:

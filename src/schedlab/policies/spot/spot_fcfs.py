@@ -26,8 +26,9 @@ from typing import Any
 import pandas as pd
 from sortedcontainers import SortedList
 
-from schedlab.policies.base import Policy, add_to_shape_queue, drain_shapes
-from schedlab.policies.placers import Alloc, Placer
+from schedlab.sim.policy import Context, Policy
+from schedlab.policies.common.queues import add_to_shape_queue, drain_shapes
+from schedlab.policies.common.placers import Alloc, Placer
 from schedlab.sim.job import Job
 
 SPOT = "spot"
@@ -48,23 +49,23 @@ class SpotFCFS(Policy):
         self.evictions = 0
 
     # ----- callbacks -----------------------------------------------------------------------
-    def on_arrival(self, ctx, job: Job) -> None:
+    def on_arrival(self, ctx: Context, job: Job) -> None:
         self._enqueue(job)
 
-    def on_finish(self, ctx, job: Job) -> None:
+    def on_finish(self, ctx: Context, job: Job) -> None:
         self.blocked.clear()
         self.released(ctx, job)
 
-    def schedule(self, ctx) -> None:
+    def schedule(self, ctx: Context) -> None:
         self._drain(ctx, spot=False)
         self._drain(ctx, spot=True)
 
     # ----- hooks -----------------------------------------------------------------------------
-    def place(self, ctx, job: Job) -> Alloc | None:
+    def place(self, ctx: Context, job: Job) -> Alloc | None:
         """Where ``job`` starts now without evicting anything (None: it waits)."""
         return self.placer.place(ctx, job)
 
-    def make_room(self, ctx, job: Job) -> Alloc | None:
+    def make_room(self, ctx: Context, job: Job) -> Alloc | None:
         """Evict spot jobs so that HP ``job`` fits; its allocation, or None (nothing evicted)."""
         state = ctx.state
         groups = ctx.groups_of(job)
@@ -91,10 +92,10 @@ class SpotFCFS(Policy):
                 self.evict(ctx, victim)
         return self.place(ctx, job)
 
-    def started(self, ctx, job: Job) -> None:
+    def started(self, ctx: Context, job: Job) -> None:
         """Hook: ``job`` just started on ``job.alloc``."""
 
-    def released(self, ctx, job: Job) -> None:
+    def released(self, ctx: Context, job: Job) -> None:
         """Hook: ``job`` finished or was evicted; ``job.data`` holds the allocation it left."""
         if job.cls == SPOT and not job.fractional:
             for node, gids in job.data:
@@ -109,10 +110,10 @@ class SpotFCFS(Policy):
         add_to_shape_queue(self.queues[job.cls == SPOT], job, job.submit)
         self.waiting[job.idx] = job
 
-    def _drain(self, ctx, *, spot: bool) -> None:
+    def _drain(self, ctx: Context, *, spot: bool) -> None:
         drain_shapes(self.queues[spot], self.waiting, lambda job, key: self._try_start(ctx, job, key, spot))
 
-    def _try_start(self, ctx, job: Job, key: tuple, spot: bool) -> bool:
+    def _try_start(self, ctx: Context, job: Job, key: tuple, spot: bool) -> bool:
         alloc = self.place(ctx, job)
         if alloc is None and not spot and key not in self.blocked:
             alloc = self.make_room(ctx, job)
@@ -123,7 +124,7 @@ class SpotFCFS(Policy):
         self.start(ctx, job, alloc)
         return True
 
-    def start(self, ctx, job: Job, alloc: Alloc) -> None:
+    def start(self, ctx: Context, job: Job, alloc: Alloc) -> None:
         ctx.start(job, alloc)
         job.data = job.alloc
         if job.cls == SPOT and not job.fractional:
@@ -132,7 +133,7 @@ class SpotFCFS(Policy):
                 self.spot_gpus[node] = self.spot_gpus.get(node, 0) + len(gids)
         self.started(ctx, job)
 
-    def evict(self, ctx, victim: Job) -> None:
+    def evict(self, ctx: Context, victim: Job) -> None:
         ctx.preempt(victim)
         self.evictions += 1
         self.released(ctx, victim)

@@ -1,0 +1,1 @@
+"""Helios (Hu et al., SC '21): quasi-shortest-service-first scheduling (:mod:`.qssf`)."""

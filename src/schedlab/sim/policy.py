@@ -1,0 +1,152 @@
+"""The interface the engine owns: the callbacks a policy implements and the context it acts through.
+
+The engine calls ``setup`` once, then ``on_arrival``, ``on_finish``, ``on_timer`` and
+``on_node_on`` as events happen, and ``schedule`` once per timestamp after all events of that
+instant. A policy reads the run through a :class:`Context` and changes it only through the
+context's checked actions; an impossible action raises :class:`schedlab.errors.ActionError`.
+
+:class:`Context` and :class:`ClusterView` are typing-only protocols: the engine's
+:class:`~schedlab.sim.engine.Simulation` is the object passed in, and the protocols name what a
+policy may use of it. Nothing in them reaches the future: a policy sees the jobs that have
+arrived, and only how many are still to come (``arrivals_left``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import AbstractContextManager
+from typing import TYPE_CHECKING, Any, Protocol
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from schedlab.cluster.spec import ClusterSpec
+    from schedlab.cluster.state import Group, Held
+    from schedlab.sim.job import Job
+
+
+class ClusterView(Protocol):
+    """The cluster state a policy reads (:class:`schedlab.cluster.state.ClusterState`)."""
+
+    num_nodes: int
+    node_gpus: Sequence[int]
+    node_type: Sequence[str]
+    node_pool: Sequence[str]
+    node_group: Sequence[int]
+    groups: Sequence[Group]
+    free: Sequence[int]
+    on: Sequence[bool]
+    booting: set[int]
+    nodes_on: int
+    gpu_used: Sequence[Sequence[int]]
+    pool_gpus_on: Mapping[str, int]
+    type_names: tuple[str, ...]
+    type_gpus_on: Sequence[int]
+
+    def groups_for(self, pool: str, gpu_type: str) -> tuple[Group, ...]: ...
+    def free_in(self, groups: tuple[Group, ...]) -> int: ...
+    def free_total(self) -> int: ...
+    def idle(self, node: int) -> bool: ...
+    def fraction_room(self, node: int, milli: int) -> bool: ...
+
+    def what_if(self) -> AbstractContextManager[Callable[[Held, int], None]]:
+        """A what-if check: inside, ``release(alloc, milli)`` frees GPUs as if their job had
+        stopped; on leaving, even by an exception, every release is undone."""
+        ...
+
+
+class Context(Protocol):
+    """What a policy sees of the run and the actions it may take."""
+
+    @property
+    def now(self) -> float: ...
+    @property
+    def cluster(self) -> ClusterSpec: ...
+    @property
+    def state(self) -> ClusterView: ...
+    @property
+    def running(self) -> Mapping[int, Job]:
+        """Running jobs by arrival index."""
+        ...
+    @property
+    def active(self) -> Mapping[int, Job]:
+        """Arrived, unfinished jobs (pending and running) by arrival index."""
+        ...
+    @property
+    def pending_count(self) -> int: ...
+    @property
+    def arrived(self) -> int:
+        """Jobs submitted so far."""
+        ...
+    @property
+    def arrivals_left(self) -> int:
+        """Jobs still to be submitted (their contents stay hidden until they arrive)."""
+        ...
+    @property
+    def origin(self) -> pd.Timestamp | None:
+        """The calendar time of simulated time 0, when the workload has one."""
+        ...
+
+    def remaining(self, job: Job) -> float:
+        """Work left now, in reference-GPU seconds."""
+        ...
+    def attained(self, job: Job) -> float:
+        """GPU-seconds of service so far (restore and migration stalls excluded)."""
+        ...
+    def executed(self, job: Job) -> float:
+        """Wall seconds run so far outside stalls."""
+        ...
+    def pool_of(self, job: Job) -> str:
+        """The node pool the job may use: its tenant on a partitioned cluster, else ``""``."""
+        ...
+    def groups_of(self, job: Job) -> tuple[Group, ...]: ...
+
+    def start(self, job: Job, alloc: Sequence[tuple[int, int]]) -> None:
+        """Start (or resume) a pending job on (node, GPU count) pairs."""
+        ...
+    def preempt(self, job: Job) -> None:
+        """Evict a running job: it loses the work since its last checkpoint."""
+        ...
+    def pause(self, job: Job) -> None:
+        """Checkpoint and stop a running job; it keeps its work."""
+        ...
+    def migrate(self, job: Job, alloc: Sequence[tuple[int, int]]) -> None: ...
+    def colocate(self, job: Job, host: Job) -> None:
+        """Start a pending job on the GPUs of running ``host``, time-sharing them."""
+        ...
+    def set_timer(self, at: float, payload: Any = None) -> None: ...
+    def power_off(self, node: int) -> None: ...
+    def power_on(self, node: int) -> None: ...
+
+
+class Policy:
+    """Base class of every policy: override the callbacks you need."""
+
+    name = "policy"
+
+    def setup(self, ctx: Context) -> None:
+        """Called once before the first event."""
+
+    def on_arrival(self, ctx: Context, job: Job) -> None:
+        """A job was submitted; it is pending."""
+
+    def on_finish(self, ctx: Context, job: Job) -> None:
+        """A job completed; its GPUs are free."""
+
+    def on_timer(self, ctx: Context, payload: object) -> bool | None:
+        """A timer set with ``ctx.set_timer`` fired. Return False when it changed nothing
+        (a stale timer): the engine then skips the scheduling round it would trigger."""
+
+    def on_node_on(self, ctx: Context, node: int) -> None:
+        """A node finished booting."""
+
+    def schedule(self, ctx: Context) -> None:
+        """Decide: start, preempt, migrate... through ``ctx``."""
+
+    def report(self, jobs: pd.DataFrame) -> dict[str, Any]:
+        """Extra entries for the run's summary (e.g. a predictor's accuracy), given its jobs table."""
+        return {}
+
+    def artifacts(self, out_dir: Any) -> Iterator[Any]:
+        """Write extra files of the run into ``out_dir`` (a :class:`pathlib.Path`); yield their paths."""
+        return iter(())

@@ -10,9 +10,9 @@ import pytest
 from metrics_builders import build_jobs, build_ts
 
 from schedlab.errors import ConfigError, InputError
+from schedlab.metrics.catalogue import BY_KEY, HEADLINE_KEYS
 from schedlab.metrics.summary import (
     DURATION_LABELS,
-    HEADLINE_KEYS,
     SIZE_LABELS,
     duration_bucket,
     read_summary,
@@ -232,6 +232,13 @@ def test_summary_has_headline_keys_and_is_strict_json() -> None:
     summary = summarize(jobs, IDLE_TS, policy="p")
     assert set(HEADLINE_KEYS) <= set(summary)
     json.dumps(summary, allow_nan=False)
+
+
+def test_summary_keys_are_catalogued_in_catalogue_order() -> None:
+    jobs = build_jobs(end_s=[10.0, 20.0], priority_class=["hp", "spot"])
+    summary = summarize(jobs, IDLE_TS, policy="p", extra={"placer": "best-fit", "sim_wall_s": 1.0})
+    assert list(summary) == [key for key in BY_KEY if key in summary]
+    assert [key for stats in summary["classes"].values() for key in stats if key not in BY_KEY] == []
 
 
 def test_nan_becomes_null_in_json_round_trip(tmp_path) -> None:

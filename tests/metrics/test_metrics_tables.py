@@ -9,10 +9,9 @@ import pytest
 from rich.console import Console
 from rich.table import Table
 
-from schedlab.metrics.summary import HEADLINE_KEYS
+from schedlab.metrics.catalogue import HEADLINE_KEYS, SUMMARY_KEYS
 from schedlab.metrics.tables import (
     BEST_STYLE,
-    SUMMARY_KEYS,
     breakdown_table,
     comparison_frame,
     comparison_table,

@@ -26,7 +26,8 @@ Definitions (times in seconds):
 - ``classes`` always lists every priority class present, even a lone ``"default"``.
 - ``sizes`` and ``duration_buckets`` list every bucket in a fixed order, empty ones too.
 
-A statistic over an empty set is ``None`` (``null`` in JSON), never NaN.
+A statistic over an empty set is ``None`` (``null`` in JSON), never NaN. Every key is in
+:mod:`schedlab.metrics.catalogue`, in the order the result has.
 """
 
 from __future__ import annotations
@@ -56,26 +57,6 @@ JOB_COLUMNS = (
     "gpu_seconds",
 )
 TIMESERIES_COLUMNS = ("time_s", "gpus_total", "gpus_busy")
-
-HEADLINE_KEYS = (
-    "policy",
-    "jobs",
-    "finished",
-    "unfinished",
-    "jct_mean_s",
-    "jct_p50_s",
-    "jct_p95_s",
-    "jct_p99_s",
-    "queue_mean_s",
-    "queue_p50_s",
-    "queue_p99_s",
-    "queued_jobs",
-    "slowdown_mean",
-    "makespan_s",
-    "gpu_alloc_rate",
-    "gpu_alloc_rate_run",
-    "preemptions",
-)
 
 SIZE_LABELS = ("<1", "1", "2-4", "5-8", "9-32", ">32")
 SIZE_UPPER_EDGES = (1.0, 4.0, 8.0, 32.0)

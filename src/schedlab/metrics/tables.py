@@ -1,15 +1,16 @@
 """Readable tables of run summaries, laid out for the console's width.
 
-Each metric is shown in one unit, named in its label (``JCT mean (h)``), chosen from the
-largest value it shows. Values are never cut: a comparison too wide for the console becomes
-metric rows x policy columns, split into blocks of policies when even that is too wide.
+Which metrics each table shows, their labels, units and better directions come from
+:mod:`schedlab.metrics.catalogue`. Each metric is shown in one unit, named in its label
+(``JCT mean (h)``), chosen from the largest value it shows. Values are never cut: a
+comparison too wide for the console becomes metric rows x policy columns, split into blocks
+of policies when even that is too wide.
 """
 
 from __future__ import annotations
 
 import io
 import math
-import re
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -21,54 +22,8 @@ from rich.console import Console, ConsoleOptions
 from rich.markup import escape
 from rich.table import Table
 
-from schedlab.metrics.summary import HEADLINE_KEYS
+from schedlab.metrics.catalogue import BY_KEY, COMPARISON_KEYS, HEADLINE_KEYS, METRICS, SUMMARY_KEYS, Unit
 
-LOWER_IS_BETTER = frozenset(
-    {
-        "unfinished",
-        "jct_mean_s",
-        "jct_p50_s",
-        "jct_p95_s",
-        "jct_p99_s",
-        "queue_mean_s",
-        "queue_p50_s",
-        "queue_p99_s",
-        "queued_jobs",
-        "slowdown_mean",
-        "makespan_s",
-        "preemptions",
-        "sim_wall_s",
-        "peak_rss_mb",
-    }
-)
-HIGHER_IS_BETTER = frozenset({"finished", "gpu_alloc_rate", "gpu_alloc_rate_run"})
-
-LABELS = {
-    "jct_mean_s": "JCT mean",
-    "jct_p50_s": "JCT p50",
-    "jct_p95_s": "JCT p95",
-    "jct_p99_s": "JCT p99",
-    "queue_mean_s": "queue mean",
-    "queue_p50_s": "queue p50",
-    "queue_p99_s": "queue p99",
-    "queued_jobs": "jobs that queued",
-    "slowdown_mean": "slowdown mean",
-    "gpu_alloc_rate": "GPU alloc",
-    "gpu_alloc_rate_run": "GPU alloc, whole run",
-    "sim_wall_s": "sim wall",
-    "peak_rss_mb": "peak RSS",
-    "eviction_rate": "eviction rate",
-}
-ALLOC_NOTE = "GPU alloc: share of GPUs allocated from the first to the last job arrival."
-SUMMARY_KEYS = (
-    "jobs", "finished", "unfinished", "jct_mean_s", "jct_p99_s", "queue_mean_s", "gpu_alloc_rate", "preemptions",
-    "jct_p50_s", "jct_p95_s", "queue_p50_s", "queue_p99_s", "queued_jobs", "slowdown_mean", "makespan_s",
-    "gpu_alloc_rate_run",
-)  # fmt: skip
-CLASS_KEYS = ("jobs", "finished", "jct_mean_s", "jct_p99_s", "queue_mean_s", "preemptions", "eviction_rate")
-COMPARISON_KEYS = (
-    "finished", "jct_mean_s", "jct_p99_s", "queue_mean_s", "gpu_alloc_rate", "preemptions", "makespan_s", "sim_wall_s",
-)  # fmt: skip
 BEST_STYLE = "bold green"
 
 
@@ -94,14 +49,15 @@ def format_seconds(seconds: float) -> str:
 
 
 def format_value(key: str, value: Any) -> str:
-    """One metric value as text with its unit, by the unit its key names."""
+    """One metric value as text with its unit, by the unit the catalogue gives its key."""
+    unit = BY_KEY[key].unit
     if _missing(value):
         return "-"
-    if not _is_number(value):
+    if not _is_number(value) or unit is Unit.NAME:
         return str(value)
-    if key.endswith("_s"):
+    if unit is Unit.SECONDS:
         return format_seconds(float(value))
-    if _is_rate(key):
+    if unit is Unit.RATE:
         return f"{float(value):.1%}"
     if float(value).is_integer():
         return f"{int(value):,}"
@@ -113,9 +69,9 @@ def summary_table(summary: Mapping[str, Any]) -> _Fitted:
     class columns."""
     keys = [key for key in SUMMARY_KEYS if key in summary]
     run = _metric_rows(["value"], [_metric_cells(k, [summary[k]]) for k in keys], "metric")
-    run.title, run.caption = f"schedlab run: {escape(str(summary.get('policy', '?')))}", _alloc_note(keys)
+    run.title, run.caption = f"schedlab run: {escape(str(summary.get('policy', '?')))}", _notes(keys)
     classes = summary.get("classes") or {}
-    class_keys = [key for key in CLASS_KEYS if any(key in stats for stats in classes.values())]
+    class_keys = [m.key for m in METRICS if any(m.key in stats for stats in classes.values())]
     by_class = [_metric_cells(k, [stats.get(k) for stats in classes.values()]) for k in class_keys]
 
     def layout(width: int) -> list[Table]:
@@ -162,7 +118,7 @@ def comparison_view(frame: pd.DataFrame, width: int) -> list[Table]:
     keys = [key for key in COMPARISON_KEYS if key in frame.columns]
     cells = [_metric_cells(key, [_scalar(v) for v in frame[key]], rank=True) for key in keys]
     tables = _fit([str(name) for name in frame["policy"]], cells, width, "schedlab policy comparison", "policy")
-    tables[-1].caption = _alloc_note(keys)
+    tables[-1].caption = _notes(keys)
     return tables
 
 
@@ -186,18 +142,18 @@ class _Fitted:
 
 def _metric_cells(key: str, values: Sequence[Any], *, rank: bool = False) -> Cells:
     """A metric in the unit of its largest value; with ``rank`` the best values highlighted."""
+    metric = BY_KEY[key]
     numbers = [float(v) for v in values if _is_number(v) and not _missing(v)]
     unit, factor = "", 1.0
-    if key.endswith("_s"):
+    if metric.unit is Unit.SECONDS:
         unit, factor = _time_unit(max((abs(v) for v in numbers), default=0.0))
-    elif _is_rate(key):
+    elif metric.unit is Unit.RATE:
         unit, factor = "%", 0.01
-    elif key.endswith("_mb"):
+    elif metric.unit is Unit.MB:
         unit = "MB"
     texts = [_text(v / factor if _is_number(v) and not _missing(v) else v) for v in values]
-    best = _best_mask(values, key) if rank else [False] * len(values)
-    name = LABELS.get(key, re.sub(r"_(s|mb)$", "", key).replace("_", " "))
-    return Cells(name, unit, [f"[{BEST_STYLE}]{text}[/]" if hit else text for text, hit in zip(texts, best)])
+    best = _best_mask(values, metric.better) if rank else [False] * len(values)
+    return Cells(metric.label, unit, [f"[{BEST_STYLE}]{text}[/]" if hit else text for text, hit in zip(texts, best)])
 
 
 def _name_rows(names: Sequence[str], cells: Sequence[Cells], head: str, title: str) -> Table:
@@ -255,8 +211,9 @@ def _fits(table: Table, width: int) -> bool:
     return Console(width=10_000, file=io.StringIO()).measure(table).maximum <= width
 
 
-def _alloc_note(keys: Sequence[str]) -> str | None:
-    return ALLOC_NOTE if "gpu_alloc_rate" in keys else None
+def _notes(keys: Sequence[str]) -> str | None:
+    """The catalogue's notes on the metrics shown, as one caption."""
+    return " ".join(BY_KEY[key].note for key in keys if BY_KEY[key].note) or None
 
 
 def _time_unit(magnitude: float) -> tuple[str, float]:
@@ -283,18 +240,15 @@ def _text(value: Any) -> str:
     return _number(float(value)) if _is_number(value) else escape(str(value))
 
 
-def _best_mask(values: Sequence[Any], key: str) -> list[bool]:
-    """True where a ranked metric holds its best value; nothing when all values tie."""
+def _best_mask(values: Sequence[Any], better: str | None) -> list[bool]:
+    """True where a ranked metric (``better`` lower or higher) holds its best value; nothing
+    when all values tie."""
     numbers = pd.to_numeric(pd.Series(values, dtype=object), errors="coerce").to_numpy(dtype=float)
     finite = numbers[np.isfinite(numbers)]
-    if key not in LOWER_IS_BETTER | HIGHER_IS_BETTER or np.unique(finite).size < 2:
+    if better is None or np.unique(finite).size < 2:
         return [False] * len(values)
-    target = finite.min() if key in LOWER_IS_BETTER else finite.max()
+    target = finite.min() if better == "lower" else finite.max()
     return (numbers == target).tolist()
-
-
-def _is_rate(key: str) -> bool:
-    return key.endswith(("_rate", "_rate_run"))
 
 
 def _is_number(value: Any) -> bool:

@@ -21,6 +21,7 @@ from schedlab.workload.inspect import describe
 from schedlab.workload.loaders import load_trace
 from schedlab.workload.schema import COLUMNS, STR_COLUMNS, validate
 
+pytestmark = pytest.mark.filterwarnings("ignore:overflow encountered:RuntimeWarning")  # junk such as 1e308
 FUZZ = settings(
     max_examples=60,
     derandomize=True,

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import functools
+import inspect
 import os
 import subprocess
 import sys
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Optional
 
@@ -54,6 +57,10 @@ RestoreOpt = Annotated[float, typer.Option("--restore-s", min=0, help="Seconds t
 CkptOpt = Annotated[float, typer.Option("--checkpoint-s", min=0, help="Seconds to save a checkpoint on pause or migration.")]
 SpotScaleOpt = Annotated[Optional[float], typer.Option("--spot-scale", min=0.01, help="With --synthetic gfs: multiply the number of spot jobs by K (1, 2, 4 = low, medium, high spot load).")]
 CkptEveryOpt = Annotated[float, typer.Option("--checkpoint-interval-s", min=0.001, help="Periodic checkpoint interval (work seconds); an eviction loses work since the last one.")]
+ParamOpt = Annotated[Optional[list[str]], typer.Option("--param", help="A policy parameter KEY=VALUE (repeat); `schedlab policies NAME` lists them.")]
+BootOpt = Annotated[float, typer.Option("--boot-s", min=0, help="Seconds for a powered-off node to boot.")]
+CrossNodeOpt = Annotated[float, typer.Option("--cross-node-factor", min=0.001, max=1.0, help="Speed of a job spread over several nodes, relative to one node.")]
+ColocationOpt = Annotated[float, typer.Option("--colocation-factor", min=0.001, max=1.0, help="Speed of each of two jobs sharing GPUs, relative to running alone.")]
 ForceOpt = Annotated[bool, typer.Option("--force", help="Replace the run already in --out (its old files are removed).")]
 ProgressOpt = Annotated[bool, typer.Option(help="Show progress bars (only when stderr is a terminal).")]
 
@@ -71,10 +78,7 @@ def _workload_spec(trace, fmt, synthetic, jobs, seed, load, window, sample, arri
 
     options: dict = {}
     if mapping:
-        pairs = [m.partition("=") for m in mapping]
-        if any(not sep or not a or not b for a, sep, b in pairs):
-            raise ConfigError("--map takes CANONICAL=SOURCE, e.g. --map duration_s=runtime")
-        options["columns"] = {a: b for a, _, b in pairs}
+        options["columns"] = _pairs(mapping, "--map", "CANONICAL=SOURCE, e.g. --map duration_s=runtime")
     if time_unit:
         options["time_unit"] = time_unit
     if skip_cpu_jobs:
@@ -85,31 +89,94 @@ def _workload_spec(trace, fmt, synthetic, jobs, seed, load, window, sample, arri
     )  # fmt: skip
 
 
-def _split(wspec, train_until: float | None):
-    """The workload spec with a train/test split at ``train_until`` hours (None: no split)."""
+def _run_options(
+    trace: TraceOpt = None,
+    fmt: FormatOpt = None,
+    synthetic: SyntheticOpt = None,
+    jobs: JobsOpt = 2000,
+    load: LoadOpt = None,
+    cluster: ClusterOpt = None,
+    placer: PlacerOpt = None,
+    seed: SimSeedOpt = 0,
+    window: WindowOpt = None,
+    sample: SampleOpt = None,
+    arrival_scale: ArrivalOpt = None,
+    mapping: MapOpt = None,
+    time_unit: TimeUnitOpt = None,
+    skip_cpu_jobs: SkipCpuOpt = False,
+    train_until: TrainUntilOpt = None,
+    spot_scale: SpotScaleOpt = None,
+    param: ParamOpt = None,
+    horizon: HorizonOpt = None,
+    restore_s: RestoreOpt = 30.0,
+    checkpoint_s: CkptOpt = 10.0,
+    checkpoint_interval_s: CkptEveryOpt = 1800.0,
+    boot_s: BootOpt = 300.0,
+    cross_node_factor: CrossNodeOpt = 1.0,
+    colocation_factor: ColocationOpt = 0.75,
+) -> _RunOptions:
+    """The options ``simulate`` and ``compare`` share: where the jobs come from, the cluster,
+    the policy parameters and the engine settings."""
     from dataclasses import replace
 
-    return wspec if train_until is None else replace(wspec, train_until_s=train_until * 3600)
-
-
-def _spot_scale(wspec, spot_scale: float | None):
-    """The workload spec with the gfs profile's ``spot_scale`` override (None: unchanged)."""
-    from dataclasses import replace
-
-    if spot_scale is None:
-        return wspec
-    if wspec.synthetic != "gfs":
-        raise ConfigError("--spot-scale needs --synthetic gfs")
-    return replace(wspec, options={**wspec.options, "spot_scale": spot_scale})
-
-
-def _config(horizon: float | None, restore_s: float, checkpoint_s: float, interval: float):
     from schedlab.sim.engine import SimConfig
 
-    return SimConfig(
-        restore_s=restore_s, checkpoint_s=checkpoint_s, checkpoint_interval_s=interval,
+    wspec = _workload_spec(trace, fmt, synthetic, jobs, seed, load, window, sample, arrival_scale, mapping, time_unit,
+                           skip_cpu_jobs)  # fmt: skip
+    if train_until is not None:
+        wspec = replace(wspec, train_until_s=train_until * 3600)
+    if spot_scale is not None:
+        if synthetic != "gfs":
+            raise ConfigError("--spot-scale needs --synthetic gfs")
+        wspec = replace(wspec, options={**wspec.options, "spot_scale": spot_scale})
+    config = SimConfig(
+        restore_s=restore_s, checkpoint_s=checkpoint_s, checkpoint_interval_s=checkpoint_interval_s, boot_s=boot_s,
         horizon_s=horizon * 3600 if horizon is not None else float("inf"),
+        cross_node_factor=cross_node_factor, colocation_factor=colocation_factor,
     )  # fmt: skip
+    return _RunOptions(wspec, cluster, placer, seed, config, _pairs(param, "--param", "KEY=VALUE, e.g. --param promote_knob=4"))
+
+
+@dataclass(frozen=True)
+class _RunOptions:
+    workload: object  # WorkloadSpec
+    cluster: str | None
+    placer: str | None
+    seed: int
+    config: object  # SimConfig
+    params: dict[str, str]
+
+    def spec(self, policy: str):
+        from schedlab.experiments.run import RunSpec
+
+        return RunSpec(self.workload, self.cluster, policy, self.placer, self.seed, self.config, params=self.params)
+
+
+def _with_run_options(command):
+    """Give ``command`` the options of :func:`_run_options` too, passed to it built, as ``run``."""
+    shared = list(inspect.signature(_run_options, eval_str=True).parameters.values())
+    own = [p for p in inspect.signature(command, eval_str=True).parameters.values() if p.name != "run"]
+
+    @functools.wraps(command)
+    def wrapper(**kwargs):
+        options = _run_options(**{p.name: kwargs.pop(p.name) for p in shared})
+        return command(**kwargs, run=options)
+
+    required = [p for p in own if p.default is p.empty]
+    wrapper.__signature__ = inspect.Signature(required + [p for p in own if p not in required] + shared)
+    wrapper.__annotations__ = {p.name: p.annotation for p in wrapper.__signature__.parameters.values()}
+    return wrapper
+
+
+def _param_text(value) -> str:
+    return ",".join(f"{v:g}" for v in value) if isinstance(value, list) else f"{value}"
+
+
+def _pairs(values: list[str] | None, flag: str, form: str) -> dict[str, str]:
+    pairs = [v.partition("=") for v in values or []]
+    if any(not sep or not key.strip() for key, sep, _ in pairs):
+        raise ConfigError(f"{flag} takes {form}")
+    return {key.strip(): value for key, _, value in pairs}
 
 
 def _invocation(ctx: typer.Context) -> list[str]:
@@ -152,34 +219,16 @@ def _run_line(summary: dict) -> str:
 
 
 @app.command()
+@_with_run_options
 def simulate(
     ctx: typer.Context,
     out: Annotated[Path, typer.Option("--out", "-o", help="Output directory (refused if a run is there, unless --force).")],
     policy: Annotated[str, typer.Option("--policy", "-p", help="Scheduler: see `schedlab policies`.")] = "fifo",
-    trace: TraceOpt = None,
-    fmt: FormatOpt = None,
-    synthetic: SyntheticOpt = None,
-    jobs: JobsOpt = 2000,
-    load: LoadOpt = None,
-    cluster: ClusterOpt = None,
-    placer: PlacerOpt = None,
-    seed: SimSeedOpt = 0,
-    window: WindowOpt = None,
-    sample: SampleOpt = None,
-    arrival_scale: ArrivalOpt = None,
-    mapping: MapOpt = None,
-    time_unit: TimeUnitOpt = None,
-    skip_cpu_jobs: SkipCpuOpt = False,
-    train_until: TrainUntilOpt = None,
-    horizon: HorizonOpt = None,
-    restore_s: RestoreOpt = 30.0,
-    checkpoint_s: CkptOpt = 10.0,
-    checkpoint_interval_s: CkptEveryOpt = 1800.0,
-    spot_scale: SpotScaleOpt = None,
     force: ForceOpt = False,
     progress: ProgressOpt = True,
     ces: Annotated[bool, typer.Option("--ces", help="Wrap the policy in the Helios CES energy service; also run vanilla DRS (summary blocks ces, vanilla_drs; ces_nodes.png).")] = False,
     ces_buffer: Annotated[int, typer.Option("--ces-buffer", min=0, help="CES buffer nodes kept on beyond demand.")] = 5,
+    run: _RunOptions = None,
 ) -> None:
     """Run one policy over one workload and write jobs.parquet, timeseries.parquet, summary.json, run.json.
 
@@ -193,19 +242,15 @@ def simulate(
       --cluster uniform:100x8 --policy tiresias --out runs/tiresias
     """
     from schedlab.experiments.outdir import check_out
-    from schedlab.experiments.run import RunSpec, check_names, simulate_run
+    from schedlab.experiments.run import check_names, simulate_run
     from schedlab.metrics.tables import breakdown_table, summary_table
+    from schedlab.policies.registry import POLICIES
 
     check_out(out, force=force)
-    check_names([policy], synthetic)
-    wspec = _workload_spec(trace, fmt, synthetic, jobs, seed, load, window, sample, arrival_scale, mapping, time_unit,
-                           skip_cpu_jobs)  # fmt: skip
-    wspec = _spot_scale(wspec, spot_scale)
-    spec = RunSpec(
-        _split(wspec, train_until), cluster, policy, placer, seed,
-        _config(horizon, restore_s, checkpoint_s, checkpoint_interval_s),
-    )  # fmt: skip
+    check_names([policy], run.workload.synthetic)
+    spec = run.spec(policy)
     spec.cluster_name()
+    POLICIES[policy].parse(spec.params)
     with _run_dir(ctx, out, force, settings=spec) as stage, RunBars([policy], enabled=progress) as bars:
         if ces:
             from dataclasses import replace
@@ -218,39 +263,24 @@ def simulate(
         else:
             summary = simulate_run(spec, stage, progress=bars.tick())
     console.print(summary_table(summary))
+    if summary.get("params"):
+        console.print("parameters: " + " ".join(f"{k}={_param_text(v)}" for k, v in summary["params"].items()),
+                      highlight=False, markup=False)  # fmt: skip
     console.print(Columns([breakdown_table(summary, "sizes", title="by job size (GPUs)"),
                            breakdown_table(summary, "tenants", title="by tenant")]))  # fmt: skip
     console.print(f"results in [bold]{out}[/]  (draw plots: schedlab report {out})")
 
 
 @app.command()
+@_with_run_options
 def compare(
     ctx: typer.Context,
     out: Annotated[Path, typer.Option("--out", "-o", help="Output directory, one subfolder per policy (refused if a run is there, unless --force).")],
     policy: Annotated[list[str], typer.Option("--policy", "-p", help="A policy; repeat for several.")],
-    trace: TraceOpt = None,
-    fmt: FormatOpt = None,
-    synthetic: SyntheticOpt = None,
-    jobs: JobsOpt = 2000,
-    load: LoadOpt = None,
-    cluster: ClusterOpt = None,
-    placer: PlacerOpt = None,
-    seed: SimSeedOpt = 0,
-    window: WindowOpt = None,
-    sample: SampleOpt = None,
-    arrival_scale: ArrivalOpt = None,
-    mapping: MapOpt = None,
-    time_unit: TimeUnitOpt = None,
-    skip_cpu_jobs: SkipCpuOpt = False,
-    train_until: TrainUntilOpt = None,
-    horizon: HorizonOpt = None,
-    restore_s: RestoreOpt = 30.0,
-    checkpoint_s: CkptOpt = 10.0,
-    checkpoint_interval_s: CkptEveryOpt = 1800.0,
-    spot_scale: SpotScaleOpt = None,
     processes: Annotated[int, typer.Option("--processes", "-j", min=0, help="Worker processes (default: cores).")] = 0,
     force: ForceOpt = False,
     progress: ProgressOpt = True,
+    run: _RunOptions = None,
 ) -> None:
     """Run several policies on the same workload and cluster, in parallel processes.
 
@@ -262,19 +292,18 @@ def compare(
       schedlab compare --synthetic philly --jobs 20000 -p fifo -p sjf -p srtf -p tiresias --out runs/cmp
     """
     from schedlab.experiments.outdir import check_out
-    from schedlab.experiments.run import RunSpec, check_names, compare_runs
+    from schedlab.experiments.run import check_names, compare_runs
     from schedlab.metrics import comparison_frame, comparison_table
+    from schedlab.policies.registry import POLICIES
 
     check_out(out, force=force)
     if len(set(policy)) != len(policy):
         raise ConfigError("each --policy may be given once")
-    check_names(policy, synthetic)
-    wspec = _split(_workload_spec(trace, fmt, synthetic, jobs, seed, load, window, sample, arrival_scale,
-                                  mapping, time_unit, skip_cpu_jobs), train_until)  # fmt: skip
-    wspec = _spot_scale(wspec, spot_scale)
-    config = _config(horizon, restore_s, checkpoint_s, checkpoint_interval_s)
-    specs = [RunSpec(wspec, cluster, p, placer, seed, config) for p in policy]
+    check_names(policy, run.workload.synthetic)
+    specs = [run.spec(p) for p in policy]
     specs[0].cluster_name()
+    for spec in specs:
+        POLICIES[spec.policy].parse(spec.params)
     with _run_dir(ctx, out, force, settings=specs) as stage, RunBars(policy, enabled=progress) as bars:
         summaries = compare_runs(specs, stage, processes=processes or os.cpu_count() or 1,
                                  on_progress=bars.update, on_done=lambda i, s: bars.done(i, _run_line(s)))  # fmt: skip
@@ -394,24 +423,43 @@ def characterize(
 
 
 @app.command()
-def policies() -> None:
-    """List the registered scheduling policies and placers.
+def policies(
+    name: Annotated[Optional[str], typer.Argument(help="A policy: show its parameters, defaults and help.")] = None,
+) -> None:
+    """List the registered scheduling policies and placers, or one policy's parameters.
 
-    Example:
+    Examples:
 
       schedlab policies
+
+      schedlab policies tiresias      # then: schedlab simulate ... --policy tiresias --param promote_knob=4
     """
     from schedlab.policies.common.placers import PLACERS
+    from schedlab.policies.params import describe
     from schedlab.policies.registry import POLICIES
 
+    if name is not None:
+        info = POLICIES.get(name)
+        if info is None:
+            raise ConfigError(f"unknown policy '{name}'; choose one of {', '.join(POLICIES)}")
+        console.print(f"[bold]{name}[/]: {info.summary} (default placer: {info.default_placer})", highlight=False)
+        if info.params is None:
+            console.print("no parameters")
+            return
+        table = Table("--param KEY", "type", "default", "what it sets", title=f"parameters of {name}")
+        for row in describe(info.params):
+            table.add_row(*row)
+        console.print(table)
+        return
     table = Table("policy", "default placer", "what it does", title="policies")
     for info in POLICIES.values():
         table.add_row(info.name, info.default_placer, info.summary)
     console.print(table)
     placers = Table("placer", "what it does", title="placers")
-    for name, (_, doc) in PLACERS.items():
-        placers.add_row(name, " ".join((doc or "").split()))
+    for placer, (_, doc) in PLACERS.items():
+        placers.add_row(placer, " ".join((doc or "").split()))
     console.print(placers)
+    console.print("A policy's parameters: schedlab policies NAME", markup=False)
 
 
 @app.command()

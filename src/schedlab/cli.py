@@ -256,7 +256,7 @@ def simulate(
             from dataclasses import replace
 
             from schedlab.energy.ces import CESConfig
-            from schedlab.energy.sim import simulate_with_ces
+            from schedlab.experiments.ces_run import simulate_with_ces
 
             ces_spec = replace(spec, ces=CESConfig(buffer_nodes=ces_buffer, boot_s=spec.config.boot_s))
             summary = simulate_with_ces(ces_spec, stage, progress=bars.tick())
@@ -505,7 +505,7 @@ def ces_replay(
       schedlab ces --series ../shared/data/helios-artifact/philly_node_sequence.csv --buffer 20 --out runs/ces-philly
     """
     from schedlab.energy.ces import CESConfig
-    from schedlab.energy.replay import run_replay
+    from schedlab.experiments.ces_replay import run_replay
     from schedlab.experiments.outdir import check_out
     from schedlab.metrics.tables import metrics_table
 
@@ -565,7 +565,7 @@ def forecast(
     """
     from schedlab.experiments.outdir import check_out
     from schedlab.metrics.tables import metrics_table
-    from schedlab.predict.demand_eval import run_comparison
+    from schedlab.experiments.forecast_eval import run_comparison
     from schedlab.predict.demand_series import from_csv, from_workload
 
     if sum(x is not None for x in (trace, synthetic, series)) != 1:

@@ -12,7 +12,7 @@ import pytest
 
 from schedlab.energy.ces import CESConfig, arrival_check, periodic_check, should_power_down
 from schedlab.energy.policy import CESPolicy
-from schedlab.energy.replay import replay, run_replay
+from schedlab.experiments.ces_replay import replay, run_replay
 from schedlab.policies.registry import make_policy
 from schedlab.sim.engine import SimConfig, Simulation
 from simkit import cluster, job, workload

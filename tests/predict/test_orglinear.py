@@ -13,7 +13,7 @@ from typer.testing import CliRunner
 from schedlab.cli import app
 from schedlab.errors import ConfigError, InputError
 from schedlab.predict.demand_baselines import SeasonalNaive
-from schedlab.predict.demand_eval import mae, mape, maqe
+from schedlab.experiments.forecast_eval import mae, mape, maqe
 from schedlab.predict.demand_series import DemandSeries, calendar_features, from_csv, from_workload, holiday_set
 from schedlab.predict.orglinear import OrgLinear, OrgLinearConfig, SeriesDecomposition
 from schedlab.workload.schema import Workload, canonical_frame

@@ -62,6 +62,34 @@ def drain_shapes(shapes: dict[tuple, SortedList], waiting: dict[int, Job], try_s
             del shapes[key]
 
 
+class ClassQueues:
+    """Pending high-priority and spot jobs: per class, per key (a job's shape, or pool and
+    shape), FIFO by submission, drained HP or spot with :func:`drain_shapes`. The queue object
+    GFS and its baselines (spot FCFS, Chronus) share."""
+
+    def __init__(self) -> None:
+        self.queues: dict[bool, dict[tuple, SortedList]] = {False: {}, True: {}}  # keyed by "is spot"
+        self.waiting: dict[int, Job] = {}
+
+    def add(self, job: Job, key: tuple, *, spot: bool) -> None:
+        queue = self.queues[spot].get(key)
+        if queue is None:
+            queue = self.queues[spot][key] = SortedList()
+        queue.add((job.submit, job.idx))
+        self.waiting[job.idx] = job
+
+    def remove(self, job: Job, key: tuple, *, spot: bool) -> None:
+        shapes = self.queues[spot]
+        shapes[key].remove((job.submit, job.idx))
+        if not shapes[key]:
+            del shapes[key]
+        del self.waiting[job.idx]
+
+    def drain(self, try_start: Callable[[Job, tuple], bool], *, spot: bool) -> None:
+        """Offer the head of each queue of a class to ``try_start(job, key)`` (see :func:`drain_shapes`)."""
+        drain_shapes(self.queues[spot], self.waiting, try_start)
+
+
 OrderKey = Callable[[Context, Job], float]
 
 

@@ -27,10 +27,9 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-from sortedcontainers import SortedList
 
 from schedlab.sim.policy import Context, Policy
-from schedlab.policies.common.queues import add_to_shape_queue, drain_shapes
+from schedlab.policies.common.queues import ClassQueues, job_shape
 from schedlab.policies.gfs import pts
 from schedlab.policies.gfs.nodes import NodeBook
 from schedlab.policies.gfs.sqa import DemandForecaster, GuaranteeLedger, Key, SpotQuota, SqaConfig, inventory
@@ -66,8 +65,7 @@ class GFS(Policy):
         self.quota = SpotQuota(self.sqa)
         self.guarantee_s = self.sqa.guarantee_h * 3600.0
         self.ledgers: dict[str, GuaranteeLedger] = {}  # per GPU model
-        self.queues: dict[bool, dict[tuple, SortedList]] = {True: {}, False: {}}  # keyed by "is spot"
-        self.waiting: dict[int, Job] = {}
+        self.pending = ClassQueues()
         self.blocked: set[tuple] = set()  # HP shapes no preemption could place, until a finish
         self.spot_held: dict[str, float] = {}
         self.model_of: dict[int, str] = {}
@@ -136,7 +134,7 @@ class GFS(Policy):
         longest = dict.fromkeys(capacity, 0.0)  # per model: l of eq. 11
         for _, model, wait in self.spot_starts:
             longest[model] = max(longest[model], wait)
-        for job in self.waiting.values():
+        for job in self.pending.waiting.values():
             if job.cls == SPOT:
                 for model in [job.gpu_type] if job.gpu_type else capacity:
                     longest[model] = max(longest[model], now - job.queued_since)
@@ -162,11 +160,10 @@ class GFS(Policy):
 
     # ----- PTS -----------------------------------------------------------------------------
     def _enqueue(self, job: Job) -> None:
-        add_to_shape_queue(self.queues[job.cls == SPOT], job, job.submit)
-        self.waiting[job.idx] = job
+        self.pending.add(job, job_shape(job), spot=job.cls == SPOT)
 
     def _drain(self, ctx: Context, *, spot: bool) -> None:
-        drain_shapes(self.queues[spot], self.waiting, lambda job, key: self._timed_decide(ctx, job, key, spot))
+        self.pending.drain(lambda job, key: self._timed_decide(ctx, job, key, spot), spot=spot)
 
     def _timed_decide(self, ctx: Context, job: Job, key: tuple, spot: bool) -> bool:
         t0 = time.perf_counter()

@@ -46,10 +46,9 @@ import numpy as np
 import pandas as pd
 from scipy.optimize import Bounds, LinearConstraint, milp
 from scipy.sparse import coo_matrix
-from sortedcontainers import SortedList
 
 from schedlab.sim.policy import Context, Policy
-from schedlab.policies.common.queues import drain_shapes, job_shape
+from schedlab.policies.common.queues import ClassQueues, job_shape
 from schedlab.policies.common.placers import Placer
 from schedlab.policies.params import help_field
 from schedlab.sim.job import PENDING, RUNNING, Job
@@ -134,8 +133,7 @@ class Chronus(Policy):
     def __init__(self, placer: Placer, config: ChronusConfig | None = None) -> None:
         self.placer = placer
         self.config = config or ChronusConfig()
-        self.waiting: dict[int, Job] = {}
-        self.queues: dict[bool, dict[tuple, SortedList]] = {False: {}, True: {}}  # is spot -> (pool, shape) -> FIFO
+        self.pending = ClassQueues()  # keyed by (pool, shape)
         self.expiry: dict[float, dict[int, Job]] = {}  # lease end -> running jobs
         self.lease_end: dict[int, float] = {}
         self.pauses = 0
@@ -162,33 +160,26 @@ class Chronus(Policy):
         if expiring:
             self._boundary(ctx, expiring)
         for spot in (False, True):
-            drain_shapes(self.queues[spot], self.waiting, lambda job, _key: self._grant(ctx, job))
+            self.pending.drain(lambda job, _key: self._grant(ctx, job), spot=spot)
 
     # ----- queues: per class, then per (pool, shape), FIFO by submission ---------------------------
     def _enqueue(self, ctx: Context, job: Job) -> None:
-        key = (ctx.pool_of(job), *job_shape(job))
-        self.queues[job.cls == SPOT].setdefault(key, SortedList()).add((job.submit, job.idx))
-        self.waiting[job.idx] = job
+        self.pending.add(job, (ctx.pool_of(job), *job_shape(job)), spot=job.cls == SPOT)
 
     def _dequeue(self, ctx: Context, job: Job) -> None:
-        shapes = self.queues[job.cls == SPOT]
-        key = (ctx.pool_of(job), *job_shape(job))
-        shapes[key].remove((job.submit, job.idx))
-        if not shapes[key]:
-            del shapes[key]
-        del self.waiting[job.idx]
+        self.pending.remove(job, (ctx.pool_of(job), *job_shape(job)), spot=job.cls == SPOT)
 
     def _pending_in(self, ctx: Context, gids: set[int]) -> Iterator[Job]:
         """Waiting jobs that may use one of the groups ``gids``, HP first, then by submission."""
         state = ctx.state
         for spot in (False, True):
             queues = []
-            for key, queue in self.queues[spot].items():
-                head = self.waiting[queue[0][1]]
+            for queue in self.pending.queues[spot].values():
+                head = self.pending.waiting[queue[0][1]]
                 if any(state.node_group[g.nodes[0]] in gids for g in ctx.groups_of(head)):
                     queues.append(queue)
             for _submit, idx in heapq.merge(*queues):
-                yield self.waiting[idx]
+                yield self.pending.waiting[idx]
 
     # ----- leases ------------------------------------------------------------------------------
 

@@ -24,10 +24,9 @@ from __future__ import annotations
 from typing import Any
 
 import pandas as pd
-from sortedcontainers import SortedList
 
 from schedlab.sim.policy import Context, Policy
-from schedlab.policies.common.queues import add_to_shape_queue, drain_shapes
+from schedlab.policies.common.queues import ClassQueues, job_shape
 from schedlab.policies.common.placers import Alloc, Placer
 from schedlab.sim.job import Job
 
@@ -41,8 +40,7 @@ class SpotFCFS(Policy):
 
     def __init__(self, placer: Placer) -> None:
         self.placer = placer
-        self.queues: dict[bool, dict[tuple, SortedList]] = {False: {}, True: {}}  # keyed by "is spot"
-        self.waiting: dict[int, Job] = {}
+        self.pending = ClassQueues()
         self.blocked: set[tuple] = set()  # HP shapes no eviction could place, until a finish
         self.spot_on: dict[int, dict[int, Job]] = {}  # node -> whole-GPU spot jobs on it
         self.spot_gpus: dict[int, int] = {}  # node -> GPUs those jobs hold there
@@ -107,11 +105,10 @@ class SpotFCFS(Policy):
 
     # ----- mechanics ---------------------------------------------------------------------------
     def _enqueue(self, job: Job) -> None:
-        add_to_shape_queue(self.queues[job.cls == SPOT], job, job.submit)
-        self.waiting[job.idx] = job
+        self.pending.add(job, job_shape(job), spot=job.cls == SPOT)
 
     def _drain(self, ctx: Context, *, spot: bool) -> None:
-        drain_shapes(self.queues[spot], self.waiting, lambda job, key: self._try_start(ctx, job, key, spot))
+        self.pending.drain(lambda job, key: self._try_start(ctx, job, key, spot), spot=spot)
 
     def _try_start(self, ctx: Context, job: Job, key: tuple, spot: bool) -> bool:
         alloc = self.place(ctx, job)

@@ -65,7 +65,7 @@ LOADERS: MappingProxyType[str, LoaderInfo] = _registry(
     LoaderInfo("openb", "Alibaba 2023 openb_pod_list_*.csv GPU-sharing pods (ATC '23)", load_openb),
     LoaderInfo("elasticflow", "Microsoft ITP cluster*.csv from ElasticFlow (ASPLOS '23)", load_elasticflow),
     LoaderInfo(
-        "csv", "generic CSV with a column mapping (options columns, time_unit, time_format, skip_cpu_jobs)", load_csv
+        "csv", "generic CSV with a column mapping to the canonical fields", load_csv
     ),
 )
 

@@ -25,7 +25,7 @@ from collections import defaultdict
 from sortedcontainers import SortedList
 
 from schedlab.errors import ConfigError
-from schedlab.sim.policy import Policy
+from schedlab.sim.policy import Context, Policy
 from schedlab.policies.common.placers import BestFit, Placer
 from schedlab.sim.job import Job
 
@@ -44,14 +44,14 @@ class SmallFirstCapped(Policy):
         self.pending: dict[int, Job] = {}
         self.held: defaultdict[str, float] = defaultdict(float)  # GPUs each tenant holds now
 
-    def on_arrival(self, ctx, job: Job) -> None:
+    def on_arrival(self, ctx: Context, job: Job) -> None:
         self.queue.add((job.num_gpus, job.submit, job.idx))
         self.pending[job.idx] = job
 
-    def on_finish(self, ctx, job: Job) -> None:
+    def on_finish(self, ctx: Context, job: Job) -> None:
         self.held[job.tenant] -= job.num_gpus
 
-    def over_cap(self, ctx, job: Job) -> bool:
+    def over_cap(self, ctx: Context, job: Job) -> bool:
         """Whether starting ``job`` would lift its tenant above the cap."""
         if ctx.cluster.partitioned:
             return False  # each tenant owns its pool: there is nobody to be fair to
@@ -59,7 +59,7 @@ class SmallFirstCapped(Policy):
         limit = self.cap * ctx.state.pool_gpus_on.get(ctx.pool_of(job), 0)
         return held > 0 and held + job.num_gpus > limit
 
-    def schedule(self, ctx) -> None:
+    def schedule(self, ctx: Context) -> None:
         for entry in list(self.queue):  # a copy: started jobs leave the queue as we go
             job = self.pending[entry[2]]
             if self.over_cap(ctx, job):

@@ -70,6 +70,9 @@ def _seed_opt(what: str):
 
 
 SimSeedOpt = _seed_opt("the synthetic trace, sampling and random placement")
+TraceSeedOpt = _seed_opt("the synthetic trace and sampling")
+CesSeedOpt = _seed_opt("the forecaster's training")
+ForecastSeedOpt = _seed_opt("the synthetic trace and the forecasters' training")
 
 
 def _workload_spec(trace, fmt, synthetic, jobs, seed, load, window, sample, arrival_scale, mapping, time_unit,
@@ -387,7 +390,7 @@ def characterize(
     fmt: FormatOpt = None,
     synthetic: SyntheticOpt = None,
     jobs: JobsOpt = 10000,
-    seed: _seed_opt("the synthetic trace and sampling") = 0,
+    seed: TraceSeedOpt = 0,
     cluster: Annotated[Optional[str], typer.Option("--cluster", "-c", help="Show utilisation relative to this cluster's GPUs (and each VC's): a preset, uniform:NxG, helios:PATH\\[@DATE], gfs:PATH.")] = None,
     window: WindowOpt = None,
     sample: SampleOpt = None,
@@ -493,7 +496,7 @@ def ces_replay(
     cooling: Annotated[float, typer.Option("--cooling", min=1.0, help="Cooling factor (PUE-like) on saved idle power.")] = 1.5,
     gpus_per_node: Annotated[int, typer.Option("--gpus-per-node", min=1, help="GPUs per node, to turn GPU counts into nodes.")] = 8,
     holiday: Annotated[Optional[list[str]], typer.Option("--holiday", help="A holiday date (YYYY-MM-DD); repeat for several.")] = None,
-    seed: _seed_opt("the forecaster's training") = 0,
+    seed: CesSeedOpt = 0,
     force: ForceOpt = False,
 ) -> None:
     """Replay the Helios CES service and vanilla DRS on a recorded node-usage series.
@@ -544,7 +547,7 @@ def forecast(
     synthetic: SyntheticOpt = None,
     series: Annotated[Optional[Path], typer.Option("--series", help="Demand CSV with columns time, org, gpus.")] = None,
     jobs: JobsOpt = 150000,
-    seed: _seed_opt("the synthetic trace and the forecasters' training") = 0,
+    seed: ForecastSeedOpt = 0,
     all_classes: Annotated[bool, typer.Option("--all-classes", help="Count every priority class, not only hp.")] = False,
     country: Annotated[Optional[str], typer.Option("--country", help="Holiday calendar: CN, US or none (default: CN for --synthetic gfs, else none).")] = None,
     lookback: Annotated[int, typer.Option("--lookback", min=2, help="Look-back window (hours).")] = 168,

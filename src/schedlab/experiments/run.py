@@ -232,6 +232,8 @@ def compare_runs(
     ``i`` advances and finishes. Workers ignore SIGINT; on any exception here (Ctrl-C included)
     they are terminated, so no worker outlives the call."""
     dirs = [out_dir / s.policy for s in specs]
+    if len(set(dirs)) != len(dirs):
+        raise ConfigError("each policy may be compared once (its results go to a folder named after it)")
     if processes <= 1 or len(specs) == 1:
         summaries = []
         for i, (spec, d) in enumerate(zip(specs, dirs, strict=True)):

@@ -24,7 +24,6 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-import numpy as np
 import pandas as pd
 
 from schedlab.cluster.spec import ClusterSpec
@@ -122,7 +121,6 @@ class Simulation:
         self.config = config or SimConfig()
         self.cluster = cluster
         self.policy = policy
-        self.rng = np.random.default_rng(seed)
         self.seed = seed
         self.state = ClusterState(cluster)
         self.perf = perf or PerfModel(

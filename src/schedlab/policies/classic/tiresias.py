@@ -9,7 +9,7 @@ NSDI'19), the discretised two-dimensional least-attained-service scheduler (§3.
   executed run is promoted back to Q0 (the paper's PROMOTEKNOB / STARVELIMIT).
 * Preemptive: a higher-priority pending job pauses lower-priority running ones
   (checkpointed, so no work is lost; the engine charges the restart cost), but not a restarted
-  job before it has progressed as long as its stall (:func:`.base.guard_ends`). With both
+  job before it has progressed as long as its stall (:func:`schedlab.policies.common.queues.guard_ends`). With both
   rules a job whose queue threshold is shorter than the stall (128 GPUs cross 3,600 GPU-s in
   28 s; a pause costs 40 s) still progresses at every run instead of being demoted, paused and
   promoted again without end.

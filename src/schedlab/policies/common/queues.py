@@ -1,8 +1,5 @@
-"""Policy interface and the two generic schedulers most policies are built from.
-
-A policy receives ``on_arrival``, ``on_finish``, ``on_timer`` and ``on_node_on`` callbacks, and
-``schedule(ctx)`` once per timestamp after all events of that instant; it acts only through
-the context (:class:`schedlab.sim.engine.Simulation`).
+"""The queue objects and the two generic schedulers most policies are built from
+(the policy interface itself is :mod:`schedlab.sim.policy`).
 
 * :class:`QueueScheduler` - non-preemptive: pending jobs wait in one queue per node pool,
   ordered by a key; each round walks the queue in order and starts what the placer can place.
@@ -10,6 +7,8 @@ the context (:class:`schedlab.sim.engine.Simulation`).
   keeps the best that fit the pool's capacity, pauses the running jobs that fell out of that set
   and starts the pending ones that entered it; a restarted job is first guaranteed some
   progress (:func:`guard_ends`).
+* :class:`ClassQueues` - pending high-priority and spot jobs in shape queues, FIFO by
+  submission (GFS and its baselines).
 """
 
 from __future__ import annotations

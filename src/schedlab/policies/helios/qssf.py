@@ -28,7 +28,7 @@ from schedlab.predict.duration import DurationPredictor, DurationSettings
 from schedlab.predict.framework import DAY_S, Predictor, UpdateEngine, accuracy, finished_table
 from schedlab.sim.job import Job
 from schedlab.sim.policy import Context
-from schedlab.workload.schema import SUBMITTED_COLUMNS, Workload
+from schedlab.workload.schema import Workload
 
 
 class QSSF(QueueScheduler):

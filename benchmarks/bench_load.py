@@ -7,6 +7,7 @@ then, each in a fresh process, measures wall time and peak memory (max RSS) of
 under 3 GB.
 
     python benchmarks/bench_load.py --rows 5000000
+    python benchmarks/bench_load.py --rows 5000000 --trace /tmp/helios5m.csv   # keep the file for reruns
 """
 
 from __future__ import annotations
@@ -74,12 +75,15 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--rows", type=int, default=5_000_000)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--trace", type=Path, help="use this file, writing it first if it does not exist")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
-        path = Path(tmp) / "cluster_log.csv"
-        t0 = time.perf_counter()
-        write_trace(path, args.rows, args.seed)
-        print(f"wrote {args.rows:,} rows ({path.stat().st_size / 2**20:,.0f} MiB) in {time.perf_counter() - t0:.1f} s")
+        path = args.trace or Path(tmp) / "cluster_log.csv"
+        if not path.exists():
+            t0 = time.perf_counter()
+            write_trace(path, args.rows, args.seed)
+            print(f"wrote {args.rows:,} rows in {time.perf_counter() - t0:.1f} s")
+        print(f"trace {path} ({path.stat().st_size / 2**20:,.0f} MiB)")
         pandas = measure(path, "pandas")
         ours = measure(path, "schedlab")
     print(f"{'reader':<28}{'rows':>12}{'wall s':>10}{'peak RSS MB':>14}")

@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
 
 from schedlab.errors import InputError
 
@@ -137,22 +138,20 @@ def canonical_frame(df: pd.DataFrame, *, source: str) -> pd.DataFrame:
     for col in REQUIRED:
         if col not in df.columns:
             raise InputError("required column is missing", file=source, field=col)
-    data: dict[str, np.ndarray] = {"source_row": rows}
+    data: dict[str, object] = {"source_row": rows}
     for col in DATA_COLUMNS:
         if col not in df.columns:
-            kind = np.float64 if col in FLOAT_COLUMNS else object
-            data[col] = np.full(len(df), DEFAULTS[col], dtype=kind)
+            data[col] = _filled(col, len(df))
         elif col in FLOAT_COLUMNS:
             data[col] = _to_float(df[col].to_numpy(), col, source, rows)
         else:
-            data[col] = _to_str(df[col].to_numpy(), col, DEFAULTS.get(col, ""))
-    # Validate on plain numpy-backed columns (no string-dtype conversion), convert once at the end.
-    validate(pd.DataFrame({c: pd.Series(v, dtype=v.dtype) for c, v in data.items()}), source=source)
-    submit = data["submit_s"]
+            data[col] = _to_str(df[col], DEFAULTS.get(col, ""))
+    jobs = pd.DataFrame(data, columns=list(COLUMNS))
+    validate(jobs, source=source)
+    submit = jobs["submit_s"].to_numpy()
     if not np.all(submit[1:] >= submit[:-1]):
-        order = np.argsort(submit, kind="stable")
-        data = {col: values[order] for col, values in data.items()}
-    return pd.DataFrame(data, columns=list(COLUMNS))
+        jobs = jobs.take(np.argsort(submit, kind="stable")).reset_index(drop=True)
+    return jobs
 
 
 def validate(jobs: pd.DataFrame, *, source: str) -> None:
@@ -228,10 +227,18 @@ def shown(value: object) -> str:
     return str(value)
 
 
-def _to_str(values: np.ndarray, col: str, default: object) -> np.ndarray:
-    s = pd.Series(values, dtype=object)
-    s = s.where(~pd.isna(s), default)
-    return s.astype(str).to_numpy(dtype=object)
+def _to_str(values: pd.Series, default: object) -> pd.api.extensions.ExtensionArray:
+    """Values as the ``str`` dtype, missing ones as ``default``; text read by pyarrow stays in Arrow."""
+    if values.dtype != "str":  # numbers or Python objects: each value through str()
+        values = values.astype(object)
+    return values.where(values.notna(), default).astype(str).array
+
+
+def _filled(col: str, n: int) -> object:
+    """A column of ``n`` default values (built in Arrow for text: no Python string per row)."""
+    if col in FLOAT_COLUMNS:
+        return np.full(n, DEFAULTS[col], dtype=np.float64)
+    return pd.array(pa.repeat(pa.scalar(DEFAULTS[col], pa.large_string()), n), dtype="str")
 
 
 def check_fits(workload: Workload, *, max_gpus: float, gpu_types: set[str]) -> None:

@@ -168,7 +168,7 @@ def run_replay(
     per_day = round(pd.Timedelta("1D") / pd.Timedelta(fcfg.step))
     test_steps = int(round(test_days * per_day))
     if not 0 < test_steps < len(demand) - per_day:
-        raise ConfigError(f"--test-days {test_days:g} leaves no training data in a {len(demand) / per_day:.1f}-day series")
+        raise ConfigError(f"a test period of {test_days:g} days leaves no training data in a {len(demand) / per_day:.1f}-day series")
     model, ev = evaluate(demand, test_steps, seed=seed, config=fcfg, holidays=holidays)
     leads = range(1, min(config.future_steps, fcfg.lead_steps) + 1)
     ahead = pd.DataFrame({k - 1: model.predict(demand, lead=k) for k in leads}).iloc[-test_steps:]

@@ -68,15 +68,15 @@ class WorkloadSpec:
             return None, w
         history, evaluation = transforms.split_history(w, self.train_until_s)
         if len(evaluation) == 0:
-            raise ConfigError(f"no job is submitted after --train-until ({self.train_until_s / 3600:g} h)")
+            raise ConfigError(f"no job is submitted after the train/test split at {self.train_until_s / 3600:g} h")
         return history, evaluation
 
     def build(self) -> Workload:
         if (self.trace is None) == (self.synthetic is None):
-            raise ConfigError("give either a trace (--trace PATH --format F) or --synthetic PROFILE")
+            raise ConfigError("give either a trace file (with its format) or a synthetic profile")
         if self.trace is not None:
             if not self.fmt:
-                raise ConfigError("--trace needs --format (see `schedlab traces list`)")
+                raise ConfigError("a trace needs its format (see `schedlab traces list`)")
             w = load_trace(self.trace, self.fmt, **self.options)
         else:
             w = generate(self.synthetic, self.jobs, seed=self.seed, cluster_gpus=self.cluster_gpus,
@@ -113,7 +113,7 @@ class RunSpec:
         profile = self.workload.synthetic
         if profile in PROFILE_CLUSTERS:
             return PROFILE_CLUSTERS[profile]
-        raise ConfigError("--cluster is required for a trace (see `schedlab clusters`)")
+        raise ConfigError("a trace needs a cluster (see `schedlab clusters`)")
 
 
 def check_names(policies: list[str], profile: str | None) -> None:
@@ -319,7 +319,7 @@ def parse_window(text: str | None) -> tuple[float, float] | None:
         lo = float(start) * 3600 if start else 0.0
         hi = float(end) * 3600 if end else math.inf
     except ValueError as exc:
-        raise ConfigError(f"--window {text!r}: expected START:END in hours, e.g. 0:72") from exc
+        raise ConfigError(f"window {text!r}: expected START:END in hours, e.g. 0:72") from exc
     if not sep or hi <= lo:
-        raise ConfigError(f"--window {text!r}: expected START:END in hours with END > START")
+        raise ConfigError(f"window {text!r}: expected START:END in hours with END > START")
     return lo, hi

@@ -68,6 +68,7 @@ def _read(path: Path, usecols: list[str] | None = None, **options: object) -> pd
     except (pa.ArrowInvalid, ValueError):
         frame = _read_c(path, **options)
         frame = frame if usecols is None else frame[usecols]
+    pa.default_memory_pool().release_unused()  # the reader's cached buffers: return them before the next steps
     _check_text(frame, source=str(path))
     return frame
 

@@ -186,14 +186,18 @@ def lower_str(values: pd.Series) -> np.ndarray:
     return per_value(values, lambda v: "" if v is None else str(v).strip().lower())
 
 
-def map_states(values: pd.Series, mapping: Mapping[str, str]) -> np.ndarray:
-    """Trace states (case-insensitive, first word) mapped to canonical final states; others "unknown"."""
+def map_states(values: pd.Series, mapping: Mapping[str, str]) -> pd.api.extensions.ExtensionArray:
+    """Trace states (case-insensitive, first word) mapped to canonical final states; others "unknown".
+
+    The result has the ``str`` dtype, built from the distinct states (no Python string per row).
+    """
 
     def state(value: object) -> str:
         words = "" if value is None else str(value).lower().split()
         return mapping.get(words[0], "unknown") if words else "unknown"
 
-    return per_value(values, state)
+    codes, uniques = pd.factorize(values, use_na_sentinel=True)
+    return pd.array([state(u) for u in uniques] + [state(None)], dtype="str").take(codes)  # -1 (missing): last
 
 
 def apply_skips(

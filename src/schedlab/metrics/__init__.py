@@ -5,6 +5,7 @@ so that importing the metrics does not load matplotlib.
 """
 
 from schedlab.metrics.catalogue import HEADLINE_KEYS, METRICS
+from schedlab.metrics.fairness import fairness_metrics, load_shares
 from schedlab.metrics.summary import read_summary, summarize, write_summary
 from schedlab.metrics.tables import comparison_frame, comparison_table, summary_table
 
@@ -13,6 +14,8 @@ __all__ = [
     "METRICS",
     "comparison_frame",
     "comparison_table",
+    "fairness_metrics",
+    "load_shares",
     "read_summary",
     "summarize",
     "summary_table",

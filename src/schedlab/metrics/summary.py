@@ -25,6 +25,9 @@ Definitions (times in seconds):
   class's sum of ``preemptions`` and runs = evictions + jobs that ever started.
 - ``classes`` always lists every priority class present, even a lone ``"default"``.
 - ``sizes`` and ``duration_buckets`` list every bucket in a fixed order, empty ones too.
+- the fairness keys (LTGF, finish-time fairness ρ, Jain's index) and ``tenant_fairness`` are
+  defined in :mod:`schedlab.metrics.fairness`; the cluster's GPU count is ``extra["cluster_gpus"]``
+  when given, else the time series' largest ``gpus_total``.
 
 A statistic over an empty set is ``None`` (``null`` in JSON), never NaN. Every key is in
 :mod:`schedlab.metrics.catalogue`, in the order the result has.
@@ -42,6 +45,7 @@ import numpy as np
 import pandas as pd
 
 from schedlab.errors import ConfigError, InputError
+from schedlab.metrics.fairness import fairness_metrics
 
 JOB_COLUMNS = (
     "tenant",
@@ -72,8 +76,11 @@ def summarize(
     policy: str,
     evictable_classes: Iterable[str] = ("spot",),
     extra: Mapping[str, Any] | None = None,
+    shares: Mapping[str, float] | None = None,
 ) -> dict[str, Any]:
     """Summarise one run's per-job table and cluster time series (see the module doc).
+
+    ``shares`` maps each tenant to its weight for the fairness metrics (equal weights when None).
 
     ``extra`` entries (e.g. ``sim_wall_s``, ``peak_rss_mb``, ``placer``, ``workload``) are
     added to the result; one that would overwrite a computed metric raises ``ConfigError``.
@@ -105,6 +112,7 @@ def summarize(
         "tenants": tenant_breakdown(frame),
         "sizes": _bucket_breakdown(frame, "size_bucket"),
         "duration_buckets": _bucket_breakdown(frame, "duration_bucket"),
+        **_fairness(jobs, ts, end_s, extra or {}, shares),
     }
     clash = sorted(set(extra or {}) & set(summary))
     if clash:
@@ -322,3 +330,12 @@ def _distribution(name: str, values: np.ndarray, percentiles: tuple[int, ...]) -
 def _mean(values: np.ndarray) -> float | None:
     finite = values[np.isfinite(values)]
     return float(finite.mean()) if finite.size else None
+
+
+def _fairness(
+    jobs: pd.DataFrame, ts: pd.DataFrame, end_s: np.ndarray, extra: Mapping[str, Any], shares: Mapping[str, float] | None
+) -> dict[str, Any]:
+    time_s = ts["time_s"].to_numpy(dtype=float)
+    horizon_s = span_end_s(time_s, end_s) if time_s.size else None
+    gpus = extra.get("cluster_gpus") or (float(ts["gpus_total"].max()) if len(ts) else 0.0)
+    return fairness_metrics(jobs, gpus, shares=shares, horizon_s=horizon_s)

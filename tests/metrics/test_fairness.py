@@ -101,9 +101,10 @@ def test_summarize_adds_the_fairness_keys() -> None:
     summary = summarize(_two_tenants(), ts, policy="p", shares={"a": 1.0, "b": 3.0})
     assert summary["jain_tenants"] == pytest.approx(324 / 424)
     assert summary["tenant_fairness"]["a"]["ltgf_ratio"] == pytest.approx(2.0)
-    equal = summarize(_two_tenants(), ts, policy="p", extra={"cluster_gpus": 4})
+    equal = summarize(_two_tenants(), ts, policy="p", extra={"cluster_gpus": 4}, fairness=True)
     # equal weights: [0, 100) a 2, b 2; [100, 200) b 4 -> deserved a 200, b 600
     assert equal["tenant_fairness"]["b"]["ltgf_ratio"] == pytest.approx(400 / 600)
+    assert "jain_tenants" not in summarize(_two_tenants(), ts, policy="p")  # opt-in: they cost time and memory
 
 
 def test_load_shares_reads_both_headers(tmp_path: Path) -> None:

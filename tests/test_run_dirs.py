@@ -14,6 +14,13 @@ runner = CliRunner()
 SMALL = ["simulate", "--synthetic", "simple", "--jobs", "200", "--policy", "sjf", "--no-progress"]
 
 
+def _csv_run(trace: Path, out: Path) -> list[str]:
+    """simulate a small generic CSV (id, submitted, runtime, gpus) on one 8-GPU node."""
+    return ["simulate", "--trace", str(trace), "--format", "csv", "--map", "job_id=id", "--map", "submit_s=submitted",
+            "--map", "duration_s=runtime", "--map", "num_gpus=gpus", "--cluster", "uniform:1x8", "--out", str(out),
+            "--no-progress"]  # fmt: skip
+
+
 def _one_error_line(result) -> str:
     lines = [line for line in result.stderr.splitlines() if line.strip()]
     assert "Traceback" not in result.output
@@ -77,9 +84,7 @@ def test_run_json_records_command_versions_inputs_and_settings(tmp_path: Path) -
     trace = tmp_path / "jobs.csv"
     trace.write_text("id,submitted,runtime,gpus\na,0,600,1\nb,60,1200,2\nc,90,30,8\n")
     out = tmp_path / "run"
-    args = ["simulate", "--trace", str(trace), "--format", "csv", "--map", "job_id=id", "--map", "submit_s=submitted",
-            "--map", "duration_s=runtime", "--map", "num_gpus=gpus", "--cluster", "uniform:1x8", "--out", str(out),
-            "--no-progress", "--checkpoint-s", "12.5"]  # fmt: skip
+    args = [*_csv_run(trace, out), "--checkpoint-s", "12.5"]
     assert runner.invoke(app, args).exit_code == 0
     manifest = json.loads((out / "run.json").read_text())
     assert manifest["command"][0] == "simulate"
@@ -109,10 +114,7 @@ def test_rerun_refuses_when_an_input_changed(tmp_path: Path) -> None:
     trace = tmp_path / "jobs.csv"
     trace.write_text("id,submitted,runtime,gpus\na,0,600,1\n")
     out = tmp_path / "run"
-    args = ["simulate", "--trace", str(trace), "--format", "csv", "--map", "job_id=id", "--map", "submit_s=submitted",
-            "--map", "duration_s=runtime", "--map", "num_gpus=gpus", "--cluster", "uniform:1x8", "--out", str(out),
-            "--no-progress"]  # fmt: skip
-    assert runner.invoke(app, args).exit_code == 0
+    assert runner.invoke(app, _csv_run(trace, out)).exit_code == 0
     trace.write_text("id,submitted,runtime,gpus\na,0,601,1\n")
     result = runner.invoke(app, ["rerun", str(out)])
     assert result.exit_code == 2

@@ -10,7 +10,7 @@ import sys
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import TYPE_CHECKING, Annotated, Optional
 
 import typer
 from rich.columns import Columns
@@ -19,6 +19,10 @@ from rich.table import Table
 
 from schedlab.errors import ConfigError
 from schedlab.terminal import BoundaryGroup, RunBars, error_line
+
+if TYPE_CHECKING:
+    from schedlab.experiments.run import RunSpec, WorkloadSpec
+    from schedlab.sim.engine import SimConfig
 
 app = typer.Typer(
     help=(
@@ -142,14 +146,16 @@ def _run_options(
 
 @dataclass(frozen=True)
 class _RunOptions:
-    workload: object  # WorkloadSpec
+    """What :func:`_run_options` builds: everything of a run but its policy."""
+
+    workload: WorkloadSpec
     cluster: str | None
     placer: str | None
     seed: int
-    config: object  # SimConfig
+    config: SimConfig
     params: dict[str, str]
 
-    def spec(self, policy: str):
+    def spec(self, policy: str) -> RunSpec:
         from schedlab.experiments.run import RunSpec
 
         return RunSpec(self.workload, self.cluster, policy, self.placer, self.seed, self.config, params=self.params)

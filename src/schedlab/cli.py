@@ -62,6 +62,7 @@ CkptOpt = Annotated[float, typer.Option("--checkpoint-s", min=0, help="Seconds t
 SpotScaleOpt = Annotated[Optional[float], typer.Option("--spot-scale", min=0.01, help="With --synthetic gfs: multiply the number of spot jobs by K (1, 2, 4 = low, medium, high spot load).")]
 CkptEveryOpt = Annotated[float, typer.Option("--checkpoint-interval-s", min=0.001, help="Periodic checkpoint interval (work seconds); an eviction loses work since the last one.")]
 ParamOpt = Annotated[Optional[list[str]], typer.Option("--param", help="A policy parameter KEY=VALUE (repeat); `schedlab policies NAME` lists them.")]
+SharesOpt = Annotated[Optional[Path], typer.Option("--shares", help="Tenant weights (CSV tenant,weight or ASTRAEA's name,share): adds the fairness metrics (LTGF, finish-time fairness, Jain's index) to summary.json.")]
 BootOpt = Annotated[float, typer.Option("--boot-s", min=0, help="Seconds for a powered-off node to boot.")]
 CrossNodeOpt = Annotated[float, typer.Option("--cross-node-factor", min=0.001, max=1.0, help="Speed of a job spread over several nodes, relative to one node.")]
 ColocationOpt = Annotated[float, typer.Option("--colocation-factor", min=0.001, max=1.0, help="Speed of each of two jobs sharing GPUs, relative to running alone.")]
@@ -114,6 +115,7 @@ def _run_options(
     train_until: TrainUntilOpt = None,
     spot_scale: SpotScaleOpt = None,
     param: ParamOpt = None,
+    shares: SharesOpt = None,
     horizon: HorizonOpt = None,
     restore_s: RestoreOpt = 30.0,
     checkpoint_s: CkptOpt = 10.0,
@@ -141,7 +143,13 @@ def _run_options(
         horizon_s=horizon * 3600 if horizon is not None else float("inf"),
         cross_node_factor=cross_node_factor, colocation_factor=colocation_factor,
     )  # fmt: skip
-    return _RunOptions(wspec, cluster, placer, seed, config, _pairs(param, "--param", "KEY=VALUE, e.g. --param promote_knob=4"))
+    weights = None
+    if shares is not None:
+        from schedlab.metrics.fairness import load_shares
+
+        weights = load_shares(shares)
+    params = _pairs(param, "--param", "KEY=VALUE, e.g. --param promote_knob=4")
+    return _RunOptions(wspec, cluster, placer, seed, config, params, weights)
 
 
 @dataclass(frozen=True)
@@ -154,11 +162,13 @@ class _RunOptions:
     seed: int
     config: SimConfig
     params: dict[str, str]
+    shares: dict[str, float] | None
 
     def spec(self, policy: str) -> RunSpec:
         from schedlab.experiments.run import RunSpec
 
-        return RunSpec(self.workload, self.cluster, policy, self.placer, self.seed, self.config, params=self.params)
+        return RunSpec(self.workload, self.cluster, policy, self.placer, self.seed, self.config, params=self.params,
+                       shares=self.shares)  # fmt: skip
 
 
 def _with_run_options(command):
@@ -175,6 +185,12 @@ def _with_run_options(command):
     wrapper.__signature__ = inspect.Signature(required + [p for p in own if p not in required] + shared)
     wrapper.__annotations__ = {p.name: p.annotation for p in wrapper.__signature__.parameters.values()}
     return wrapper
+
+
+def _fairness_line(summary: dict) -> str:
+    return (f"fairness: tenant LTGF {summary['ltgf_tenant_min']:.3g}-{summary['ltgf_tenant_max']:.3g}, "
+            f"Jain {summary['jain_tenants']:.3g}, finish-time rho mean {summary['ftf_rho_mean']:.3g} "
+            f"(p95 {summary['ftf_rho_p95']:.3g})")  # fmt: skip
 
 
 def _param_text(value) -> str:
@@ -272,6 +288,8 @@ def simulate(
         else:
             summary = simulate_run(spec, stage, progress=bars.tick())
     console.print(summary_table(summary))
+    if "jain_tenants" in summary:
+        console.print(_fairness_line(summary), highlight=False, markup=False)
     if summary.get("params"):
         console.print("parameters: " + " ".join(f"{k}={_param_text(v)}" for k, v in summary["params"].items()),
                       highlight=False, markup=False)  # fmt: skip

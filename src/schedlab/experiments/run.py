@@ -106,6 +106,7 @@ class RunSpec:
     config: SimConfig = field(default_factory=SimConfig)
     ces: CESConfig | None = None  # wrap the policy in the CES service (or vanilla DRS)
     params: dict[str, Any] = field(default_factory=dict)  # policy options (policies that take them)
+    shares: dict[str, float] | None = None  # tenant weights: the summary gets the fairness metrics
 
     def cluster_name(self) -> str:
         if self.cluster:
@@ -153,6 +154,11 @@ def build_run(
         if wspec.synthetic is not None and wspec.cluster_gpus is None:
             wspec = replace(wspec, cluster_gpus=cluster.total_gpus)
         history, workload = wspec.build_split()
+    if spec.shares is not None:
+        missing = sorted(set(workload.jobs["tenant"].unique()) - set(spec.shares))
+        if missing:
+            raise ConfigError(f"the tenant weights lack {len(missing)} tenant(s) of the workload: "
+                              f"{', '.join(missing[:5])}{' ...' if len(missing) > 5 else ''}")  # fmt: skip
     info = POLICIES[spec.policy]
     params = info.parse(spec.params)
     options = PolicyOptions(params=spec.params, history=history, seed=spec.seed,
@@ -187,7 +193,7 @@ def execute(built: BuiltRun, *, progress: Callable[[RunProgress], None] | None =
     if built.history is not None:
         extra["history_jobs"] = len(built.history)
     extra.update(built.policy.report(result.jobs))
-    return result, summarize(result.jobs, result.timeseries, policy=spec.policy, extra=extra)
+    return result, summarize(result.jobs, result.timeseries, policy=spec.policy, extra=extra, shares=spec.shares)
 
 
 def write_run(out_dir: Path, result: SimResult, summary: dict[str, Any], policy: Policy) -> list[Path]:

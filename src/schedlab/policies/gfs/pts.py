@@ -29,9 +29,11 @@ Preemption (Algorithm 3), HP jobs only, victims only spot jobs:
   eviction rate after evicting the ``v`` victims, each of which fails its guarantee period in
   progress (``F``, ``S`` = guarantee periods failed / met so far in the run, of the job's
   model(s)), plus the waste normalised by ``C`` = GPUs of those models times ``T`` = the
-  workload's arrival span in seconds (at least ``H``). Both follow the public simulator,
-  which counts over the whole run and normalises by its evaluation span; the paper's text
-  could not be read. The cheapest node wins; ``beta`` = 5 as in that simulator.
+  arrivals' span so far in seconds (at least ``H``). The paper (eq. 19) divides by
+  ``sum_k S_k * T``, "the total execution time of GPUs"; the public simulator uses the whole
+  trace's span, which a scheduler cannot know before the last arrival, so ``T`` is the span
+  seen so far. The cheapest node wins; ``beta`` = 5 as in that simulator (the paper's
+  Table 4 gives 0.5).
 
 Without preemption awareness (the "-p" ablations) the node is the best fit by free plus
 spot GPUs and the victims are its newest spot jobs. A job larger than one node evicts every

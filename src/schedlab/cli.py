@@ -324,8 +324,6 @@ def compare(
     from schedlab.policies.registry import POLICIES
 
     check_out(out, force=force)
-    if len(set(policy)) != len(policy):
-        raise ConfigError("each --policy may be given once")
     check_names(policy, run.workload.synthetic)
     specs = [run.spec(p) for p in policy]
     specs[0].cluster_name()

@@ -25,6 +25,7 @@ from schedlab.cluster.presets import load_cluster
 from schedlab.cluster.spec import ClusterSpec
 from schedlab.errors import ConfigError, SchedlabError
 from schedlab.metrics import summarize, write_summary
+from schedlab.metrics.fairness import check_shares
 from schedlab.policies.params import as_dict
 from schedlab.policies.registry import POLICIES, PolicyOptions, make_policy
 from schedlab.sim.engine import RunProgress, SimConfig, SimResult, Simulation
@@ -155,10 +156,7 @@ def build_run(
             wspec = replace(wspec, cluster_gpus=cluster.total_gpus)
         history, workload = wspec.build_split()
     if spec.shares is not None:
-        missing = sorted(set(workload.jobs["tenant"].unique()) - set(spec.shares))
-        if missing:
-            raise ConfigError(f"the tenant weights lack {len(missing)} tenant(s) of the workload: "
-                              f"{', '.join(missing[:5])}{' ...' if len(missing) > 5 else ''}")  # fmt: skip
+        check_shares(workload.jobs["tenant"].unique(), spec.shares)
     info = POLICIES[spec.policy]
     params = info.parse(spec.params)
     options = PolicyOptions(params=spec.params, history=history, seed=spec.seed,

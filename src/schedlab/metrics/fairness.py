@@ -141,12 +141,19 @@ def jain_index(values: np.ndarray) -> float | None:
     return float(values.sum() ** 2 / (values.size * squares)) if squares > 0 else None
 
 
+def check_shares(tenants, shares: Mapping[str, float]) -> None:
+    """Fail when ``shares`` has no weight for one of ``tenants``."""
+    missing = sorted(set(tenants) - set(shares))
+    if missing:
+        more = " ..." if len(missing) > 5 else ""
+        raise ConfigError(f"the tenant weights lack {len(missing)} tenant(s) of the workload: "
+                          f"{', '.join(missing[:5])}{more}")  # fmt: skip
+
+
 def _weights(tenants: list[str], shares: Mapping[str, float] | None) -> np.ndarray:
     if shares is None:
         return np.ones(len(tenants))
-    missing = [t for t in tenants if t not in shares]
-    if missing:
-        raise ConfigError(f"tenant weights lack tenant(s) of the run: {', '.join(missing[:5])}")
+    check_shares(tenants, shares)
     return np.array([float(shares[t]) for t in tenants])
 
 

@@ -80,8 +80,12 @@ CesSeedOpt = _seed_opt("the forecaster's training")
 ForecastSeedOpt = _seed_opt("the synthetic trace and the forecasters' training")
 
 
-def _workload_spec(trace, fmt, synthetic, jobs, seed, load, window, sample, arrival_scale, mapping, time_unit,
-                   skip_cpu_jobs=False):  # fmt: skip
+def _workload_spec(
+    trace: Path | None = None, *, window: str | None = None, mapping: list[str] | None = None,
+    time_unit: str | None = None, skip_cpu_jobs: bool = False, **fields,
+) -> WorkloadSpec:
+    """A :class:`WorkloadSpec` from the command line's workload options; ``fields`` are its own
+    fields as given (fmt, synthetic, jobs, seed, load, sample, arrival_scale)."""
     from schedlab.experiments.run import WorkloadSpec, parse_window
 
     options: dict = {}
@@ -91,10 +95,8 @@ def _workload_spec(trace, fmt, synthetic, jobs, seed, load, window, sample, arri
         options["time_unit"] = time_unit
     if skip_cpu_jobs:
         options["skip_cpu_jobs"] = True
-    return WorkloadSpec(
-        trace=str(trace) if trace is not None else None, fmt=fmt, synthetic=synthetic, jobs=jobs, seed=seed,
-        load=load, window_s=parse_window(window), sample=sample, arrival_scale=arrival_scale, options=options,
-    )  # fmt: skip
+    return WorkloadSpec(trace=str(trace) if trace is not None else None, window_s=parse_window(window),
+                        options=options, **fields)  # fmt: skip
 
 
 def _run_options(
@@ -130,8 +132,9 @@ def _run_options(
 
     from schedlab.sim.engine import SimConfig
 
-    wspec = _workload_spec(trace, fmt, synthetic, jobs, seed, load, window, sample, arrival_scale, mapping, time_unit,
-                           skip_cpu_jobs)  # fmt: skip
+    wspec = _workload_spec(trace, fmt=fmt, synthetic=synthetic, jobs=jobs, seed=seed, load=load, window=window,
+                           sample=sample, arrival_scale=arrival_scale, mapping=mapping, time_unit=time_unit,
+                           skip_cpu_jobs=skip_cpu_jobs)  # fmt: skip
     if train_until is not None:
         wspec = replace(wspec, train_until_s=train_until * 3600)
     if spot_scale is not None:
@@ -438,7 +441,8 @@ def characterize(
     if (trace is None) == (synthetic is None):
         raise ConfigError("give either --trace PATH --format F or --synthetic PROFILE")
     check_out(out, force=force)
-    spec = _workload_spec(trace, fmt, synthetic, jobs, seed, None, window, sample, None, mapping, time_unit, skip_cpu_jobs)
+    spec = _workload_spec(trace, fmt=fmt, synthetic=synthetic, jobs=jobs, seed=seed, window=window, sample=sample,
+                          mapping=mapping, time_unit=time_unit, skip_cpu_jobs=skip_cpu_jobs)  # fmt: skip
     cluster_spec = load_cluster(cluster) if cluster else None
     with _run_dir(ctx, out, force, settings=spec) as stage, console.status("characterising ..."):
         paths = run_characterize(spec.build(), stage, cluster=cluster_spec)
@@ -601,7 +605,7 @@ def forecast(
     if series is not None:
         demand = from_csv(series, country=country)
     else:
-        spec = _workload_spec(trace, fmt, synthetic, jobs, seed, None, None, None, None, None, None)
+        spec = _workload_spec(trace, fmt=fmt, synthetic=synthetic, jobs=jobs, seed=seed)
         demand = from_workload(spec.build(), classes=None if all_classes else ("hp",), country=country)
     with _run_dir(ctx, out, force) as stage, console.status("training and scoring forecasters ..."):
         table, paths = run_comparison(demand, stage, seed=seed, lookback=lookback, horizon=forecast_hours,
@@ -663,7 +667,7 @@ def traces_inspect(
     """
     from schedlab.workload.inspect import describe, render_description
 
-    spec = _workload_spec(path, fmt, None, 1, 0, None, None, None, None, mapping, time_unit, skip_cpu_jobs)
+    spec = _workload_spec(path, fmt=fmt, mapping=mapping, time_unit=time_unit, skip_cpu_jobs=skip_cpu_jobs)
     console.print(render_description(describe(spec.build())))
 
 

@@ -15,7 +15,7 @@ from schedlab.sim.engine import SimConfig, SimResult, Simulation
 from schedlab.sim.job import PENDING, Job
 from schedlab.workload.schema import Workload, canonical_frame
 
-ZERO_COST = SimConfig(checkpoint_s=0.0, restore_s=0.0)
+ZERO_COST = SimConfig(checkpoint_s=0.0, restore_s=0.0, restart_s=0.0)
 
 
 def job(job_id: str, submit: float, gpus: float, duration: float, **extra: object) -> dict[str, object]:

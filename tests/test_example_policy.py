@@ -23,7 +23,7 @@ sys.path.insert(0, str(EXAMPLE.parent))
 
 from my_policy import SmallFirstCapped  # noqa: E402
 
-FREE = SimConfig(checkpoint_s=0.0, restore_s=0.0)
+FREE = SimConfig(checkpoint_s=0.0, restore_s=0.0, restart_s=0.0)
 
 
 def run(rows: list[tuple[str, float, float, float, str]], nodes: int, gpus: int, cap: float) -> pd.DataFrame:

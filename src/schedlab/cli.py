@@ -57,7 +57,8 @@ TimeUnitOpt = Annotated[Optional[str], typer.Option("--time-unit", help="For --f
 SkipCpuOpt = Annotated[bool, typer.Option("--skip-cpu-jobs", help="For --format csv: skip rows that ask for 0 GPUs instead of failing on them.")]
 TrainUntilOpt = Annotated[Optional[float], typer.Option("--train-until", min=0, help="Train/test split at HOURS from the trace start: jobs finished before it are history for predictors (qssf); only jobs submitted from it on are simulated.")]
 HorizonOpt = Annotated[Optional[float], typer.Option("--horizon", min=0.001, help="Stop at this simulated time (hours); unfinished jobs are reported.")]
-RestoreOpt = Annotated[float, typer.Option("--restore-s", min=0, help="Seconds to restore a stopped job from its checkpoint.")]
+RestoreOpt = Annotated[float, typer.Option("--restore-s", min=0, help="Seconds to restore a paused or migrated job from its checkpoint.")]
+RestartOpt = Annotated[float, typer.Option("--restart-s", min=0, help="Seconds an evicted job needs to run again: rescheduling, image pull, restore (default: Hadar's 10 s).")]
 CkptOpt = Annotated[float, typer.Option("--checkpoint-s", min=0, help="Seconds to save a checkpoint on pause or migration.")]
 SpotScaleOpt = Annotated[Optional[float], typer.Option("--spot-scale", min=0.01, help="With --synthetic gfs: multiply the number of spot jobs by K (1, 2, 4 = low, medium, high spot load).")]
 CkptEveryOpt = Annotated[float, typer.Option("--checkpoint-interval-s", min=0.001, help="Periodic checkpoint interval (work seconds); an eviction loses work since the last one.")]
@@ -120,6 +121,7 @@ def _run_options(
     shares: SharesOpt = None,
     horizon: HorizonOpt = None,
     restore_s: RestoreOpt = 30.0,
+    restart_s: RestartOpt = 10.0,
     checkpoint_s: CkptOpt = 10.0,
     checkpoint_interval_s: CkptEveryOpt = 1800.0,
     boot_s: BootOpt = 300.0,
@@ -142,7 +144,7 @@ def _run_options(
             raise ConfigError("--spot-scale needs --synthetic gfs")
         wspec = replace(wspec, options={**wspec.options, "spot_scale": spot_scale})
     config = SimConfig(
-        restore_s=restore_s, checkpoint_s=checkpoint_s, checkpoint_interval_s=checkpoint_interval_s, boot_s=boot_s,
+        restore_s=restore_s, restart_s=restart_s, checkpoint_s=checkpoint_s, checkpoint_interval_s=checkpoint_interval_s, boot_s=boot_s,
         horizon_s=horizon * 3600 if horizon is not None else float("inf"),
         cross_node_factor=cross_node_factor, colocation_factor=colocation_factor,
     )  # fmt: skip

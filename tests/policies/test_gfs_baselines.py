@@ -17,7 +17,7 @@ from schedlab.policies.registry import make_policy
 from schedlab.sim.engine import SimConfig, Simulation
 from simkit import Checked, cluster, job, workload
 
-NO_CKPT = SimConfig(checkpoint_s=0.0, restore_s=0.0, checkpoint_interval_s=math.inf)
+NO_CKPT = SimConfig(checkpoint_s=0.0, restore_s=0.0, restart_s=0.0, checkpoint_interval_s=math.inf)
 
 
 class Recorder(Checked):

@@ -69,8 +69,8 @@ def test_model_bounds_pool_the_organisations_or_sum_their_quantiles() -> None:
 
     import numpy as np
 
-    pooled = OrgLinearForecaster(TINY, seed=0)
-    summed = OrgLinearForecaster(replace(TINY, pooling="org"), seed=0)
+    pooled = OrgLinearForecaster(replace(TINY, pooling="model"), seed=0)
+    summed = OrgLinearForecaster(TINY, seed=0)  # the default: eq. 9's sum
     for fc in (pooled, summed):
         _drive(fc, 0, 12)
     per_key = summed.upper_bound(0.9, 1.0)

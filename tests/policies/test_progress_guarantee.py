@@ -98,7 +98,7 @@ def test_shortest_first_lets_a_restarted_job_progress(build) -> None:
 
 def test_without_restart_costs_nothing_is_guarded() -> None:
     rows = [job("L", 0.0, 8, 600.0)] + [job(f"s{i}", 5.0 + 50 * i, 8, 15.0) for i in range(4)]
-    free = SimConfig(checkpoint_s=0.0, restore_s=0.0)
+    free = SimConfig(checkpoint_s=0.0, restore_s=0.0, restart_s=0.0)
     jobs = by_id(simulate(rows, cluster([8]), classic.srtf(Consolidate()), free))
     assert jobs["first_start_s"].drop("L").tolist() == [5.0, 55.0, 105.0, 155.0]  # each at arrival
     assert jobs.loc["L", "preemptions"] == 4

@@ -24,7 +24,7 @@ def test_colocation_slows_both_and_partner_speeds_up_when_one_leaves() -> None:
         0.0: lambda ctx, jobs: ctx.start(jobs["a"], [(0, 1)]),
         20.0: lambda ctx, jobs: ctx.colocate(jobs["b"], jobs["a"]),
     }
-    cfg = SimConfig(checkpoint_s=0, restore_s=0, colocation_factor=0.5)
+    cfg = SimConfig(checkpoint_s=0, restore_s=0, restart_s=0, colocation_factor=0.5)
     res = simulate([job("a", 0, 1, 100.0), job("b", 0, 1, 100.0)], cluster([1], max_jobs_per_gpu=2), Scripted(script), cfg)
     out = by_id(res)
     # a: 20 s alone, then 80 s of work at half speed -> 180. b: 80 work by 180, then 20 alone.
@@ -46,15 +46,16 @@ def test_colocation_is_refused_beyond_max_jobs_per_gpu() -> None:
         simulate(rows, cluster([1], max_jobs_per_gpu=2), Scripted({0.0: act}))
 
 
-def test_preempt_loses_work_since_last_checkpoint_and_pays_restore() -> None:
+def test_preempt_loses_work_since_last_checkpoint_and_pays_restart() -> None:
     script = {
         0.0: lambda ctx, jobs: ctx.start(jobs["a"], [(0, 1)]),
         120.0: lambda ctx, jobs: ctx.preempt(jobs["a"]),
         150.0: lambda ctx, jobs: ctx.start(jobs["a"], [(0, 1)]),
     }
-    cfg = SimConfig(checkpoint_s=10, restore_s=30, checkpoint_interval_s=50)
+    cfg = SimConfig(checkpoint_s=10, restore_s=5, restart_s=30, checkpoint_interval_s=50)
     out = by_id(simulate([job("a", 0, 1, 200.0)], cluster([1]), Scripted(script), cfg)).loc["a"]
-    # Checkpoint at 100 of 120 done: 20 lost; restart at 150 stalls until 180, then 100 left.
+    # Checkpoint at 100 of 120 done: 20 lost; restart at 150 stalls until 180 (restart_s, not
+    # restore_s), then 100 left.
     assert out.lost_work_s == pytest.approx(20.0)
     assert out.end_s == pytest.approx(280.0)
     assert out.work_done_s == pytest.approx(220.0)
@@ -69,7 +70,7 @@ def test_preempt_uses_row_checkpoint_interval_over_engine_default(row_interval: 
         120.0: lambda ctx, jobs: ctx.preempt(jobs["a"]),
         150.0: lambda ctx, jobs: ctx.start(jobs["a"], [(0, 1)]),
     }
-    cfg = SimConfig(checkpoint_s=0, restore_s=0, checkpoint_interval_s=math.inf)
+    cfg = SimConfig(checkpoint_s=0, restore_s=0, restart_s=0, checkpoint_interval_s=math.inf)
     rows = [job("a", 0, 1, 200.0, checkpoint_interval_s=row_interval)]
     out = by_id(simulate(rows, cluster([1]), Scripted(script), cfg)).loc["a"]
     assert out.lost_work_s == pytest.approx(lost)
@@ -127,7 +128,7 @@ def test_multi_type_allocation_is_bounded_by_the_slowest_gpu() -> None:
 
 def test_cross_node_factor_slows_only_multi_node_jobs() -> None:
     script = {0.0: lambda ctx, jobs: (ctx.start(jobs["a"], [(0, 1), (1, 1)]), ctx.start(jobs["b"], [(2, 2)]))}
-    cfg = SimConfig(checkpoint_s=0, restore_s=0, cross_node_factor=0.8)
+    cfg = SimConfig(checkpoint_s=0, restore_s=0, restart_s=0, cross_node_factor=0.8)
     out = by_id(simulate([job("a", 0, 2, 80.0), job("b", 0, 2, 80.0)], cluster([1, 1, 2]), Scripted(script), cfg))
     assert out.loc["a", "end_s"] == pytest.approx(100.0)
     assert out.loc["b", "end_s"] == pytest.approx(80.0)
@@ -167,7 +168,7 @@ def test_power_off_and_on_with_boot_delay() -> None:
         ctx.power_on(0)
 
     policy = StartOnBoot({0.0: lambda ctx, jobs: ctx.power_off(0), 50.0: wake})
-    cfg = SimConfig(checkpoint_s=0, restore_s=0, boot_s=100)
+    cfg = SimConfig(checkpoint_s=0, restore_s=0, restart_s=0, boot_s=100)
     res = simulate([job("a", 50, 1, 30.0)], cluster([1]), policy, cfg)
     out = by_id(res).loc["a"]
     assert out.first_start_s == 150.0 and out.end_s == 180.0 and out.queue_s == 100.0
@@ -188,7 +189,7 @@ def test_set_timer_calls_on_timer_at_the_right_time() -> None:
 
 def test_horizon_reports_unfinished_jobs_up_to_the_horizon() -> None:
     script = {0.0: lambda ctx, jobs: ctx.start(jobs["a"], [(0, 1)])}
-    cfg = SimConfig(checkpoint_s=0, restore_s=0, horizon_s=100.0)
+    cfg = SimConfig(checkpoint_s=0, restore_s=0, restart_s=0, horizon_s=100.0)
     rows = [job("a", 0, 1, 500.0), job("b", 10, 1, 5.0), job("c", 200, 1, 5.0)]
     res = simulate(rows, cluster([1]), Scripted(script), cfg)
     out = by_id(res)

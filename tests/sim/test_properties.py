@@ -24,7 +24,7 @@ from schedlab.sim.job import RUNNING, Job
 SETTINGS = settings(
     max_examples=40, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow]
 )
-COSTS = [(0.0, 0.0), (10.0, 30.0)]  # (checkpoint_s, restore_s)
+COSTS = [(0.0, 0.0, 0.0), (10.0, 30.0, 10.0)]  # (checkpoint_s, restore_s, restart_s)
 
 
 @st.composite
@@ -57,9 +57,10 @@ def scenarios(draw: st.DrawFn) -> tuple[ClusterSpec, pd.DataFrame, SimConfig]:
             "gpu_type": gpu_type,
             "checkpoint_interval_s": draw(st.sampled_from([math.nan, 0.0, 60.0, 500.0])),
         })  # fmt: skip
-    checkpoint_s, restore_s = draw(st.sampled_from(COSTS))
+    checkpoint_s, restore_s, restart_s = draw(st.sampled_from(COSTS))
     horizon = draw(st.sampled_from([math.inf, math.inf, 1500.0]))
-    config = SimConfig(checkpoint_s=checkpoint_s, restore_s=restore_s, checkpoint_interval_s=300.0, horizon_s=horizon)
+    config = SimConfig(checkpoint_s=checkpoint_s, restore_s=restore_s, restart_s=restart_s,
+                       checkpoint_interval_s=300.0, horizon_s=horizon)  # fmt: skip
     return spec, pd.DataFrame(rows), config
 
 
@@ -100,11 +101,12 @@ def check_rate_one(result: SimResult, config: SimConfig, exclude: set[str] = fro
     """For jobs that always ran at rate 1: run time is work plus at most the stalls paid."""
     jobs = result.jobs[~result.jobs["job_id"].isin(exclude)]
     fin = jobs[jobs["finished"]]
-    stalls = (fin["preemptions"] + fin["migrations"]) * (config.checkpoint_s + config.restore_s)
+    stall = max(config.checkpoint_s + config.restore_s, config.restart_s)  # a pause or migration, or a kill
+    stalls = (fin["preemptions"] + fin["migrations"]) * stall
     work = fin["duration_s"] + fin["lost_work_s"]
     assert (fin["run_s"] >= work - 1e-6).all()
     assert (fin["run_s"] <= work + stalls + 1e-6).all()
-    if config.checkpoint_s == config.restore_s == 0:
+    if config.checkpoint_s == config.restore_s == config.restart_s == 0:
         np.testing.assert_allclose(fin["run_s"], work, rtol=1e-9, atol=1e-6)
 
 

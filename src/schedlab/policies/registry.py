@@ -102,9 +102,9 @@ _SPOT_BASELINES = (
     ("lyra", "spot only on loaned idle HP nodes, reclaimed by least lost work (EuroSys'23)", _plain(Lyra), None),
     ("fgd", "fragmentation-gradient placement, HP evicts spot (ATC'23)", _keywords(FGD), FgdParams),
 )  # fmt: skip
-_GFS_VARIANTS = (("gfs", ""), ("gfs-e", ", peak-forecast ablation"), ("gfs-d", ", fixed-eta ablation"),
-                 ("gfs-s", ", no eviction awareness"), ("gfs-p", ", newest-victim preemption"),
-                 ("gfs-sp", ", no eviction or preemption awareness"))  # fmt: skip
+_GFS_VARIANTS = (("gfs", ""), ("gfs-e", ", previous-week-peak forecast ablation"), ("gfs-d", ", fixed-eta ablation"),
+                 ("gfs-s", ", best-fit placement ablation"), ("gfs-p", ", random-victim preemption ablation"),
+                 ("gfs-sp", ", best-fit and random-victim ablation"))  # fmt: skip
 
 POLICIES: dict[str, PolicyInfo] = {
     p.name: p

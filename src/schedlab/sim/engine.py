@@ -46,7 +46,11 @@ class SimConfig:
     """Engine settings. Costs are in seconds.
 
     * ``checkpoint_s``: time to save a checkpoint when a job is paused or migrated;
-    * ``restore_s``: time to restore from a checkpoint when a stopped job starts again;
+    * ``restore_s``: time to restore from a checkpoint when a paused or migrated job starts again;
+    * ``restart_s``: time for an evicted (killed) job to run again once it is given GPUs:
+      rescheduling, image pull and restore from its last checkpoint. Default 10 s, the
+      checkpoint-restart delay of the Hadar evaluation (§IV); production restarts that pull a
+      large image take longer, so studies of eviction cost should set it;
     * ``checkpoint_interval_s``: periodic checkpoints, in seconds of work, for jobs whose
       row does not set one; an eviction (:meth:`Simulation.preempt`) loses the work since the
       last of them (``inf`` = never checkpointed: an evicted job restarts from zero);
@@ -59,6 +63,7 @@ class SimConfig:
 
     checkpoint_s: float = 10.0
     restore_s: float = 30.0
+    restart_s: float = 10.0
     checkpoint_interval_s: float = 1800.0
     boot_s: float = 300.0
     horizon_s: float = INF
@@ -66,7 +71,7 @@ class SimConfig:
     colocation_factor: float = 0.75
 
     def __post_init__(self) -> None:
-        for name in ("checkpoint_s", "restore_s", "boot_s"):
+        for name in ("checkpoint_s", "restore_s", "restart_s", "boot_s"):
             value = getattr(self, name)
             if not (value >= 0 and math.isfinite(value)):
                 raise ConfigError(f"{name} must be a non-negative number, got {value!r}")
@@ -419,7 +424,7 @@ class Simulation:
 
     def preempt(self, job: Job) -> None:
         """Evict a running job: it loses the work since its last periodic checkpoint and
-        returns to pending; the next start pays ``restore_s``."""
+        returns to pending; the next start pays ``restart_s``."""
         self._running_or_fail(job, "preempt")
         self._stop_run(job)
         progress = job.work - job.remaining
@@ -428,7 +433,7 @@ class Simulation:
         job.remaining = job.work - saved
         job.saved_progress = saved
         job.preemptions += 1
-        job.restart_cost = self.config.restore_s
+        job.restart_cost = self.config.restart_s
         self._requeue(job)
 
     def pause(self, job: Job) -> None:

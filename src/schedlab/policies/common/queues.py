@@ -8,7 +8,7 @@
   and starts the pending ones that entered it; a restarted job is first guaranteed some
   progress (:func:`guard_ends`).
 * :class:`ClassQueues` - pending high-priority and spot jobs in shape queues, FIFO by
-  submission (GFS and its baselines).
+  submission or by a given order (GFS and its baselines).
 """
 
 from __future__ import annotations
@@ -63,23 +63,27 @@ def drain_shapes(shapes: dict[tuple, SortedList], waiting: dict[int, Job], try_s
 
 class ClassQueues:
     """Pending high-priority and spot jobs: per class, per key (a job's shape, or pool and
-    shape), FIFO by submission, drained HP or spot with :func:`drain_shapes`. The queue object
-    GFS and its baselines (spot FCFS, Chronus) share."""
+    shape), ordered by ``order(job)`` (submission time by default), drained HP or spot with
+    :func:`drain_shapes`. The queue object GFS and its baselines (spot FCFS, Chronus) share."""
 
-    def __init__(self) -> None:
+    def __init__(self, order: Callable[[Job], object] | None = None) -> None:
         self.queues: dict[bool, dict[tuple, SortedList]] = {False: {}, True: {}}  # keyed by "is spot"
         self.waiting: dict[int, Job] = {}
+        self.order = order
+
+    def _entry(self, job: Job) -> tuple:
+        return (job.submit if self.order is None else self.order(job), job.idx)
 
     def add(self, job: Job, key: tuple, *, spot: bool) -> None:
         queue = self.queues[spot].get(key)
         if queue is None:
             queue = self.queues[spot][key] = SortedList()
-        queue.add((job.submit, job.idx))
+        queue.add(self._entry(job))
         self.waiting[job.idx] = job
 
     def remove(self, job: Job, key: tuple, *, spot: bool) -> None:
         shapes = self.queues[spot]
-        shapes[key].remove((job.submit, job.idx))
+        shapes[key].remove(self._entry(job))
         if not shapes[key]:
             del shapes[key]
         del self.waiting[job.idx]

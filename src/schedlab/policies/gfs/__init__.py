@@ -1,19 +1,21 @@
 """GFS (Duan et al., ASPLOS '26, arXiv 2509.11134): spot quota allocation (:mod:`.sqa`, §3.3)
 and preemptive task scheduling (:mod:`.pts`, :mod:`.nodes`, §3.4) in :class:`.policy.GFS`.
 
-Variants (the paper's ablations, Tables 8-10, could not be read; each is defined here):
+Variants, the paper's ablations (§4.6):
 
 * ``gfs``: everything on, with the OrgLinear demand estimator retrained during the run
   (:class:`.forecast.OrgLinearForecaster`; weekly peak until enough history exists);
-* ``gfs-e``: the production rule, each organisation's previous-week peak HP demand;
-* ``gfs-d``: no dynamic ``eta`` (fixed at its initial 1): quota = min(f, S0 + Sa);
-* ``gfs-s``: no eviction awareness (Score3 and the circuit breaker off);
-* ``gfs-p``: no preemption-aware victim selection (best-fit node, newest spot jobs evicted);
-* ``gfs-sp``: both of the last two off.
+* ``gfs-e`` (§4.6.1): GDE replaced by the production rule, each organisation's peak HP
+  demand of the previous week;
+* ``gfs-d`` (§4.6.2): ``eta`` fixed at 1.0 in eq. 10 (no feedback of eq. 11);
+* ``gfs-s`` (§4.6.3): non-preemptive scheduling by GPU stacking only (best fit; no
+  homogeneous co-location, no eviction awareness);
+* ``gfs-p`` (§4.6.3): preemptive scheduling by random node and card selection;
+* ``gfs-sp``: both of the last two.
 
-Every variant but ``gfs-e`` uses OrgLinear (an ablation removes one component of ``gfs``).
 The option ``forecaster`` ("orglinear" or "weekly-peak") overrides a variant's forecaster;
-``pooling`` ("model" or "org") sets how OrgLinear's per-organisation forecasts are combined.
+``pooling`` ("org", eq. 9, or "model") sets how OrgLinear's per-organisation forecasts are
+combined.
 """
 
 from __future__ import annotations
@@ -33,17 +35,17 @@ VARIANTS: dict[str, dict[str, Any]] = {
     "gfs": {},
     "gfs-e": {"forecaster": "weekly-peak"},
     "gfs-d": {"dynamic_eta": False},
-    "gfs-s": {"eviction_aware": False},
-    "gfs-p": {"preemption_aware": False},
-    "gfs-sp": {"eviction_aware": False, "preemption_aware": False},
+    "gfs-s": {"scored": False},
+    "gfs-p": {"cost_aware": False},
+    "gfs-sp": {"scored": False, "cost_aware": False},
 }
 
 
 def build_gfs(variant: str, params: dict[str, Any] | None = None, *, seed: int = 0) -> GFS:
     """A GFS variant; ``params`` override any :class:`SqaConfig` / :class:`PtsConfig` field
-    plus ``forecaster`` and ``pooling``; ``seed`` seeds OrgLinear's training."""
+    plus ``forecaster`` and ``pooling``; ``seed`` seeds OrgLinear's training and GFS-p's choices."""
     settings = {**VARIANTS[variant], **(params or {})}
-    forecaster = _forecaster(variant, settings.pop("forecaster", "orglinear"), settings.pop("pooling", "model"), seed)
+    forecaster = _forecaster(variant, settings.pop("forecaster", "orglinear"), settings.pop("pooling", "org"), seed)
     sqa_names = {f.name for f in fields(SqaConfig)}
     pts_names = {f.name for f in fields(PtsConfig)}
     unknown = sorted(set(settings) - sqa_names - pts_names)
@@ -54,7 +56,7 @@ def build_gfs(variant: str, params: dict[str, Any] | None = None, *, seed: int =
         pts = replace(PtsConfig(), **{k: v for k, v in settings.items() if k in pts_names})
     except (TypeError, ValueError) as exc:
         raise ConfigError(f"{variant}: {exc}") from exc
-    return GFS(variant, forecaster, sqa=sqa, pts_config=pts)
+    return GFS(variant, forecaster, sqa=sqa, pts_config=pts, seed=seed)
 
 
 @functools.cache
@@ -66,10 +68,11 @@ def gfs_params(variant: str) -> type:
     for config in (SqaConfig, PtsConfig):
         hints = typing.get_type_hints(config)
         for f in fields(config):
-            specs.append((f.name, hints[f.name], field(default=overrides.get(f.name, f.default))))
+            default = overrides.get(f.name, f.default)
+            specs.append((f.name, hints[f.name], field(default=default, metadata=f.metadata)))
     specs.append(("forecaster", str, help_field(overrides.get("forecaster", "orglinear"),
                                                 "HP demand forecaster: orglinear or weekly-peak")))
-    specs.append(("pooling", str, help_field("model", "combine OrgLinear's per-organisation bounds per model or per org")))
+    specs.append(("pooling", str, help_field("org", "eq. 9: sum the organisations' bounds ('org') or pool their Gaussians per model ('model')")))
     return make_dataclass(f"GfsParams_{variant.replace('-', '_')}", specs, frozen=True)
 
 

@@ -12,10 +12,11 @@ model). Only complete hours enter the series, so nothing after ``now`` is ever s
 * Forecast: after each training and every ``refresh_h`` complete hours, the latest model
   forecasts the next ``horizon`` hours from the last ``lookback``; ``upper_bound(p, H)`` is, per key, the largest p-quantile over the
   hours from the current one to ``now + H``.
-* Per model (``model_bounds``, what SQA uses): by default the organisations' Gaussians are
-  pooled, ``sum(mean) + z_p sqrt(sum(var))``; ``pooling="org"`` sums their p-quantiles
-  instead. Summing 100+ per-organisation quantiles bounded the A100 HP demand at 2-2.5 times
-  its actual level in dense runs and left spot no quota at all.
+* Per model (``model_bounds``, what SQA uses): by default (``pooling="org"``, eq. 9) the sum
+  of the organisations' peak p-quantiles; ``pooling="model"`` pools their Gaussians instead,
+  ``sum(mean) + z_p sqrt(sum(var))`` (the p-quantile of the summed demand if the errors are
+  independent). On the production inventory's 100+ organisations the sum bounded the A100 HP
+  demand at 2-2.5 times its actual level and left spot no quota for hours.
 * Fallback: before the first training, and for keys first seen after it, the bound is the
   weekly peak of :class:`.sqa.WeeklyPeak` (the ``gfs-e`` rule).
 
@@ -53,7 +54,7 @@ class OnlineSettings:
     retrain_h: int = 24
     train_h: int = 96
     refresh_h: int = 4
-    pooling: str = "model"
+    pooling: str = "org"
 
     def __post_init__(self) -> None:
         if self.pooling not in ("model", "org"):
@@ -116,8 +117,8 @@ class OrgLinearForecaster:
         return bounds
 
     def model_bounds(self, p: float, horizon_h: float) -> dict[str, float]:
-        """Per GPU model, the demand bound of eq. 9. Pooling "org" sums the organisations'
-        p-quantiles; pooling "model" (default) takes the p-quantile of their summed demand,
+        """Per GPU model, the demand bound of eq. 9. Pooling "org" (default, eq. 9) sums the
+        organisations' p-quantiles; pooling "model" takes the p-quantile of their summed demand,
         ``sum(mean) + z_p * sqrt(sum(var))`` per hour (independent Gaussians), as the authors'
         public simulator does. Either way the bound is the largest over the hours up to
         ``now + H``; keys without a forecast add their weekly peak."""

@@ -1,12 +1,14 @@
-"""Per-node facts PTS ranks nodes by (GFS §3.4): the whole GPUs spot jobs hold on each node,
+"""Per-node facts PTS ranks nodes by (GFS §3.4.2): the whole GPUs spot jobs hold on each node,
 the spot jobs themselves, and the eviction risk of Score3 with its circuit breaker.
 
-Eviction risk (eqs. 13-15 as read from the authors' public simulator; the paper's text could
-not be read): ``x = gamma * c_short + (1 - gamma) * c_long`` where ``c_short`` / ``c_long``
-count spot evictions on the node in the last hour / day (counts, not rates); the node's
-Score3 coefficient is ``1 - 0.01 * m ** x`` (``m`` the penalty base). ``risk = 0.01 * m ** x``
-for a node with evictions, 0 without; when ``risk >= 1`` (coefficient <= 0) the circuit
-breaker is open and no spot job is placed there until old evictions age out.
+Eviction risk, eq. 15-16: ``e_bar = gamma * e_short + (1 - gamma) * e_long / T_long`` where
+``e_short`` / ``e_long`` count the spot evictions on the node in the last ``short_h`` (1 h)
+and ``long_h`` (24 h) hours and ``T_long`` is ``long_h`` in hours, so both terms are
+evictions per hour; ``risk = 0.01 * m ** e_bar`` (``m`` the penalty base, Table 4: 3).
+Score3 is ``min(risk, 1)`` for HP jobs and ``max(1 - risk, 0)`` for spot jobs; when
+``risk >= 1`` (spot Score3 = 0) the circuit breaker is open and the node is filtered out for
+spot jobs (Algorithm 1, line 9) until old evictions age out. Nodes without evictions all have
+``risk = 0.01`` and tie on Score3; they are stored as 0, which ranks them alike.
 
 Index: per (pool, GPU type) group and count of free GPUs, a sorted list of the "special"
 nodes - those holding spot GPUs or carrying risk - keyed ``(-spot_gpus, risk, node)``. All
@@ -22,17 +24,23 @@ from sortedcontainers import SortedList
 
 from schedlab.cluster.state import ClusterState
 from schedlab.sim.job import Job
-from schedlab.units import DAY_S, HOUR_S
+from schedlab.units import HOUR_S
 
 
 class NodeBook:
     """Spot occupancy, eviction risk and the special-node index of one cluster state."""
 
-    def __init__(self, state: ClusterState, *, gamma: float, penalty_base: float, eviction_aware: bool) -> None:
+    def __init__(
+        self, state: ClusterState, *, gamma: float, penalty_base: float, eviction_aware: bool,
+        short_h: float = 1.0, long_h: float = 24.0,
+    ) -> None:  # fmt: skip
         self.state = state
         self.gamma = gamma
         self.penalty_base = penalty_base
         self.eviction_aware = eviction_aware
+        self.short_s = short_h * HOUR_S
+        self.long_s = long_h * HOUR_S
+        self.long_h = long_h
         n = state.num_nodes
         self.spot_gpus = [0] * n
         self.spot_jobs: list[dict[int, Job]] = [{} for _ in range(n)]
@@ -91,10 +99,10 @@ class NodeBook:
             self._rescore(node, now)
 
     def decay(self, now: float) -> None:
-        """Forget evictions older than a day and rescore the nodes that had any."""
+        """Forget evictions older than the long window and rescore the nodes that had any."""
         for node in list(self.evictions):
             times = self.evictions[node]
-            while times and times[0] < now - DAY_S:
+            while times and times[0] < now - self.long_s:
                 times.popleft()
             self._rescore(node, now)
             if not times:
@@ -102,10 +110,10 @@ class NodeBook:
 
     def _rescore(self, node: int, now: float) -> None:
         times = self.evictions.get(node, ())
-        long = len(times)
-        short = sum(1 for t in reversed(times) if t >= now - HOUR_S) if long else 0
-        x = self.gamma * short + (1.0 - self.gamma) * long
-        self.risk[node] = 0.01 * self.penalty_base**x if x > 0 else 0.0
+        long = sum(1 for t in times if t >= now - self.long_s)
+        short = sum(1 for t in reversed(times) if t >= now - self.short_s) if long else 0
+        x = self.gamma * short + (1.0 - self.gamma) * long / self.long_h  # eq. 15
+        self.risk[node] = 0.01 * self.penalty_base**x if x > 0 else 0.0  # eq. 16
         self.touch(node)
 
     def touch(self, node: int) -> None:

@@ -1,21 +1,23 @@
 """The GFS scheduler (Duan et al., ASPLOS '26, arXiv 2509.11134): SQA quotas (§3.3) over PTS
-placement and preemption (§3.4).
+placement and preemption (§3.4, Algorithm 3).
 
-Queues: one per class (HP = every class but "spot") and job shape, FIFO by submission; a
-round serves HP jobs first, then spot jobs, and a shape that cannot start is passed over
-(backfill). A spot job starts only within its model's quota (eq. 10). An HP job that fits
-nowhere evicts spot jobs chosen by :func:`.pts.plan_preemption` (work since their last
-checkpoint is lost, the engine charges the restore) and starts at once; evicted spot jobs go
-back to their queue in submission order. HP jobs are never evicted. The queue order (FIFO
-with backfill) is an assumption: the public simulator orders by size, largest first.
+Queue (§3.4.2): "PTS sorts tasks in the queue based on their GPU requests, pod requests, and
+submission times". The direction is not stated; the order here is most GPUs first, then most
+pods, then earliest submission (the authors' public simulator orders by size, largest
+first). HP jobs are always offered before spot jobs (strict priority, §4.4). Every job is
+offered each round; one that cannot be placed stays pending while later ones may start.
+Jobs of one shape are interchangeable for placement, so when the first of a shape fails the
+rest of that shape are passed over for the round.
 
-Guarantee (SLO): a spot run that is evicted less than ``H`` after it started breaks its
-guarantee (an SLO violation, recorded per job). The eviction rate of eq. 11 counts guarantee
-periods (:class:`.sqa.GuaranteeLedger`): a spot job completes one every ``H`` it runs and
-when it finishes, and each eviction fails the period in progress.
+Algorithm 3 per job: a spot job must fit its model's quota (Quota_satisfy, eq. 10), then
+Algorithm 1 places it; an HP job Algorithm 1 cannot place runs Algorithm 2, whose victims are
+evicted (work since their last checkpoint is lost, the engine charges the restart) and go
+back to the spot queue. HP jobs are never evicted.
 
-Every ``update_s`` a timer feeds the forecaster the HP demand per (model, organisation =
-tenant), recomputes each model's ``eta`` and quota and ages the node eviction counts.
+SLO: a spot run evicted less than ``H`` after it started breaks its guarantee (recorded per
+job). Every ``update_s`` a timer feeds the forecaster the HP demand per (model, organisation
+= tenant), recomputes each model's quota and ages the node eviction counts; every ``H`` it
+also applies eq. 11 to each model's ``eta``.
 """
 
 from __future__ import annotations
@@ -28,62 +30,82 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from schedlab.sim.policy import Context, Policy
+from schedlab.errors import ConfigError
 from schedlab.policies.common.queues import ClassQueues, job_shape
 from schedlab.policies.gfs import pts
 from schedlab.policies.gfs.nodes import NodeBook
-from schedlab.policies.gfs.sqa import DemandForecaster, GuaranteeLedger, Key, SpotQuota, SqaConfig, inventory
-from schedlab.sim.job import RUNNING, Job
+from schedlab.policies.gfs.sqa import DemandForecaster, Key, SpotQuota, SpotRuns, SqaConfig, inventory
+from schedlab.policies.params import help_field
+from schedlab.sim.job import Job
+from schedlab.sim.policy import Context, Policy
 
 SPOT = "spot"
 _TICK = "gfs-tick"
-_GUARANTEE = "gfs-guarantee"
 
 
 @dataclass(frozen=True)
 class PtsConfig:
-    """PTS parameters: Score3's ``gamma`` and penalty base ``m`` (0.8 and 2 in the public
-    simulator), eq. 19's ``beta``, and the two ablation switches."""
+    """PTS parameters; defaults from Table 4 and §3.4.2. Table 4's ``alpha`` weighs the two
+    objectives of the MILP of eq. 12, which the heuristic does not solve, so it has no field."""
 
-    gamma: float = 0.8
-    penalty_base: float = 2.0
-    beta: float = 5.0
-    eviction_aware: bool = True
-    preemption_aware: bool = True
+    gamma: float = help_field(0.8, "gamma of eq. 15: weight of the short-window eviction count (Table 4)")
+    penalty_base: float = help_field(3.0, "m of eq. 16: Score3 penalty base (Table 4)")
+    beta: float = help_field(0.5, "beta of eq. 19: weight of the usage impact (Table 4)")
+    short_h: float = help_field(1.0, "short eviction window of eq. 15, hours (§3.4.2)")
+    long_h: float = help_field(24.0, "long eviction window of eq. 15 (T_long), hours (§3.4.2)")
+    scored: bool = help_field(True, "Algorithm 1 ranks by Score1-3; off = best fit only (GFS-s)")
+    cost_aware: bool = help_field(True, "Algorithm 2 by eq. 17-19; off = random node and cards (GFS-p)")
+
+    def __post_init__(self) -> None:
+        if self.penalty_base <= 1 or not 0 <= self.gamma <= 1 or self.beta < 0:
+            raise ConfigError("gfs: need penalty_base > 1, 0 <= gamma <= 1 and beta >= 0")
+        if not 0 < self.short_h <= self.long_h:
+            raise ConfigError("gfs: need 0 < short_h <= long_h")
+
+
+def queue_order(job: Job) -> tuple[float, float, float]:
+    """PTS's queue key: most GPUs, then most pods, then earliest submission."""
+    gpw = job.gpus_per_worker
+    pods = job.num_gpus / gpw if gpw == gpw and gpw >= 1 else 1.0
+    return (-job.num_gpus, -pods, job.submit)
 
 
 class GFS(Policy):
     """GFS over an injected HP demand ``forecaster`` (see :class:`.sqa.DemandForecaster`)."""
 
     def __init__(
-        self, name: str, forecaster: DemandForecaster, *, sqa: SqaConfig | None = None, pts_config: PtsConfig | None = None
-    ) -> None:
+        self, name: str, forecaster: DemandForecaster, *, sqa: SqaConfig | None = None,
+        pts_config: PtsConfig | None = None, seed: int = 0,
+    ) -> None:  # fmt: skip
         self.name = name
         self.forecaster = forecaster
         self.sqa = sqa or SqaConfig()
         self.pts = pts_config or PtsConfig()
+        self.rng = np.random.default_rng(seed)  # GFS-p's random choices
         self.quota = SpotQuota(self.sqa)
         self.guarantee_s = self.sqa.guarantee_h * 3600.0
-        self.ledgers: dict[str, GuaranteeLedger] = {}  # per GPU model
-        self.pending = ClassQueues()
+        self.runs: dict[str, SpotRuns] = {}  # per GPU model
+        self.pending = ClassQueues(queue_order)
         self.blocked: set[tuple] = set()  # HP shapes no preemption could place, until a finish
         self.spot_held: dict[str, float] = {}
+        self.spot_running: dict[int, tuple[float, str, float]] = {}  # idx -> (start, model, GPUs)
         self.model_of: dict[int, str] = {}
-        self.run_no: dict[int, int] = {}
         self.hp_demand: dict[Key, float] = {}
         self.demand_changes: dict[Key, float] = {}
         self.spot_starts: list[tuple[float, str, float]] = []  # (start, model, wait) of spot runs, last H only
         self.violations: dict[int, int] = {}
-        self.evictions = 0
         self.decision_s = array("d")
         self.eta_trace: list[tuple[float, str, float]] = []
+        self.next_eta_s = 0.0
         self.book: NodeBook | None = None
-        self.first_arrival: float | None = None  # eq. 19 normalises by the arrival span so far
+        self.first_arrival: float | None = None
 
     # ----- callbacks -----------------------------------------------------------------------
     def setup(self, ctx: Context) -> None:
-        self.book = NodeBook(ctx.state, gamma=self.pts.gamma, penalty_base=self.pts.penalty_base,
-                             eviction_aware=self.pts.eviction_aware)  # fmt: skip
+        p = self.pts
+        self.book = NodeBook(ctx.state, gamma=p.gamma, penalty_base=p.penalty_base, eviction_aware=p.scored,
+                             short_h=p.short_h, long_h=p.long_h)  # fmt: skip
+        self.next_eta_s = ctx.now + self.guarantee_s
         self._update_quota(ctx)
         ctx.set_timer(ctx.now + self.sqa.update_s, (_TICK,))
 
@@ -96,7 +118,8 @@ class GFS(Policy):
         self.blocked.clear()
         model = self.model_of.pop(job.idx)
         if job.cls == SPOT:
-            self._ledger(model).meet(ctx.now)
+            self._runs(model).end(ctx.now, evicted=False)
+            self.spot_running.pop(job.idx)
             self.spot_held[model] -= job.num_gpus
             self.book.remove_spot(job, job.data)
         else:
@@ -105,13 +128,6 @@ class GFS(Policy):
             self.book.touch(node)
 
     def on_timer(self, ctx: Context, payload: object) -> bool:
-        if payload[0] == _GUARANTEE:
-            _, idx, run = payload
-            job = ctx.active.get(idx)
-            if job is not None and job.state == RUNNING and self.run_no.get(idx) == run:
-                self._ledger(self.model_of[idx]).meet(ctx.now)
-                ctx.set_timer(ctx.now + self.guarantee_s, payload)
-            return False
         self._update_quota(ctx)
         if ctx.arrivals_left or ctx.active:
             ctx.set_timer(ctx.now + self.sqa.update_s, (_TICK,))
@@ -129,36 +145,50 @@ class GFS(Policy):
         self.demand_changes = {}
         self.book.decay(now)
         capacity = dict(zip(state.type_names, map(float, state.type_gpus_on)))
+        if now >= self.next_eta_s:
+            self._feedback(ctx, capacity)
+            self.next_eta_s = now + self.guarantee_s
+        bounds = self.forecaster.model_bounds(self.sqa.guarantee_rate, self.sqa.guarantee_h)
+        idle = dict.fromkeys(capacity, 0.0)
+        for g in state.groups:
+            idle[g.gpu_type] += g.free_total
+        guaranteed = dict.fromkeys(capacity, 0.0)  # Sa of eq. 10
+        for start, model, gpus in self.spot_running.values():
+            if self.sqa.sa_rule == "all" or now - start >= self.guarantee_s:
+                guaranteed[model] += gpus
+        self.quota.allocate(inventory(capacity, bounds), idle, guaranteed)
+
+    def _feedback(self, ctx: Context, capacity: dict[str, float]) -> None:
+        """Eq. 11 per model from ``e`` and ``l`` over the last ``H`` hours."""
+        now = ctx.now
         start = now - self.guarantee_s
         self.spot_starts = [s for s in self.spot_starts if s[0] >= start]
-        longest = dict.fromkeys(capacity, 0.0)  # per model: l of eq. 11
+        longest = dict.fromkeys(capacity, 0.0)
         for _, model, wait in self.spot_starts:
             longest[model] = max(longest[model], wait)
         for job in self.pending.waiting.values():
             if job.cls == SPOT:
                 for model in [job.gpu_type] if job.gpu_type else capacity:
                     longest[model] = max(longest[model], now - job.queued_since)
+        running = dict.fromkeys(capacity, 0)
+        for _, model, _ in self.spot_running.values():
+            running[model] += 1
         for model, wait in longest.items():
-            eta = self.quota.feedback(model, self._ledger(model).rate(now), wait, now)
+            eta = self.quota.feedback(model, self._runs(model).rate(now, running[model]), wait)
             self.eta_trace.append((now, model, eta))
-        bounds = self.forecaster.model_bounds(self.sqa.guarantee_rate, self.sqa.guarantee_h)
-        free = {g.gpu_type: 0.0 for g in state.groups}
-        for g in state.groups:
-            free[g.gpu_type] += g.free_total
-        self.quota.allocate(inventory(capacity, bounds), self.spot_held, free)
 
-    def _ledger(self, model: str) -> GuaranteeLedger:
-        ledger = self.ledgers.get(model)
-        if ledger is None:
-            ledger = self.ledgers[model] = GuaranteeLedger(self.guarantee_s)
-        return ledger
+    def _runs(self, model: str) -> SpotRuns:
+        runs = self.runs.get(model)
+        if runs is None:
+            runs = self.runs[model] = SpotRuns(self.guarantee_s)
+        return runs
 
     def _add_demand(self, key: Key, gpus: float) -> None:
         level = self.hp_demand.get(key, 0.0) + gpus
         self.hp_demand[key] = level
         self.demand_changes[key] = level
 
-    # ----- PTS -----------------------------------------------------------------------------
+    # ----- PTS (Algorithm 3) ---------------------------------------------------------------
     def _enqueue(self, job: Job) -> None:
         self.pending.add(job, job_shape(job), spot=job.cls == SPOT)
 
@@ -172,11 +202,10 @@ class GFS(Policy):
         return started
 
     def _decide(self, ctx: Context, job: Job, key: tuple, spot: bool) -> bool:
-        aware = self.pts.eviction_aware
         groups = ctx.groups_of(job)
         if spot and not self.quota.admits(job.gpu_type, self._held(job.gpu_type), job.num_gpus):
             return False
-        alloc = pts.place(self.book, groups, job, spot=spot, aware=aware)
+        alloc = pts.place(self.book, groups, job, spot=spot, scored=self.pts.scored)
         if alloc is None and not spot and key not in self.blocked:
             alloc = self._preempt_for(ctx, job, groups)
             if alloc is None:
@@ -187,28 +216,24 @@ class GFS(Policy):
         return True
 
     def _span_s(self, ctx: Context) -> float:
-        """Eq. 19's normalisation: the arrivals' span so far (the public simulator uses the
-        whole trace's span, which a scheduler cannot know), at least one guarantee period."""
+        """``T`` of eq. 19: the arrivals' span so far (at least one guarantee period)."""
         return max(self.guarantee_s, ctx.now - self.first_arrival)
 
     def _held(self, model: str) -> float:
         return sum(self.spot_held.values()) if model == "" else self.spot_held.get(model, 0.0)
 
     def _preempt_for(self, ctx: Context, job: Job, groups) -> list[tuple[int, int]] | None:
-        ledgers = [self._ledger(m) for m in {g.gpu_type for g in groups}]
         plan = pts.plan_preemption(
-            ctx, self.book, groups, job, aware=self.pts.preemption_aware,
-            broken=sum(x.total_broken for x in ledgers), met=sum(x.total_met for x in ledgers),
-            span_s=self._span_s(ctx), beta=self.pts.beta,
+            ctx, self.book, groups, job, cost_aware=self.pts.cost_aware,
+            finished=sum(r.finished for r in self.runs.values()), evicted=sum(r.evicted for r in self.runs.values()),
+            span_s=self._span_s(ctx), beta=self.pts.beta, rng=self.rng,
         )  # fmt: skip
         if plan is None:
             return None
-        nodes, victims = plan
+        alloc, victims = plan
         for victim in victims:
             self._evict(ctx, victim)
-        if job.fractional or any(job.num_gpus <= g.max_gpus for g in groups):
-            return pts.free_alloc(ctx.state, nodes[0], job)
-        return pts.place(self.book, groups, job, spot=False, aware=self.pts.eviction_aware)
+        return alloc
 
     def _start(self, ctx: Context, job: Job, alloc: list[tuple[int, int]]) -> None:
         ctx.start(job, alloc)
@@ -217,10 +242,9 @@ class GFS(Policy):
         self.model_of[job.idx] = model
         if job.cls == SPOT:
             self.spot_held[model] = self.spot_held.get(model, 0.0) + job.num_gpus
+            self.spot_running[job.idx] = (ctx.now, model, job.num_gpus)
             self.book.add_spot(job)
-            run = self.run_no[job.idx] = self.run_no.get(job.idx, 0) + 1
             self.spot_starts.append((ctx.now, model, ctx.now - job.queued_since))
-            ctx.set_timer(ctx.now + self.guarantee_s, (_GUARANTEE, job.idx, run))
         else:
             self._add_demand((model, job.tenant), job.num_gpus)
         for node, _count in alloc:
@@ -230,12 +254,12 @@ class GFS(Policy):
         inside = ctx.now - victim.run_since < self.guarantee_s
         alloc = victim.alloc
         ctx.preempt(victim)
-        self.evictions += 1
         model = self.model_of.pop(victim.idx)
+        self.spot_running.pop(victim.idx)
         self.spot_held[model] -= victim.num_gpus
         self.book.remove_spot(victim, alloc)
         self.book.record_eviction(ctx.now, tuple(node for node, _ in alloc))
-        self._ledger(model).fail(ctx.now)
+        self._runs(model).end(ctx.now, evicted=True)
         if inside:
             self.violations[victim.idx] = self.violations.get(victim.idx, 0) + 1
         self._enqueue(victim)
@@ -243,7 +267,7 @@ class GFS(Policy):
     # ----- report ----------------------------------------------------------------------------
     def report(self, jobs: pd.DataFrame) -> dict[str, Any]:
         """``{"gfs": ...}``: SLO violations of spot jobs (evictions inside the guarantee),
-        evictions, guarantee periods met and failed, the final and extreme ``eta``, the decision time per task and the
+        evictions, the final and extreme ``eta``, the decision time per task and the
         forecaster's ``stats`` if it has any (OrgLinear: trainings and their time)."""
         spot = jobs["priority_class"].to_numpy() == SPOT
         started = int(np.isfinite(jobs["first_start_s"].to_numpy(dtype=float))[spot].sum())
@@ -254,12 +278,10 @@ class GFS(Policy):
             "forecaster": self.forecaster.name,
             **getattr(self.forecaster, "stats", {}),
             "guarantee_h": self.sqa.guarantee_h,
-            "evictions": self.evictions,
+            "evictions": sum(r.evicted for r in self.runs.values()),
             "slo_violations": sum(self.violations.values()),
             "slo_violated_jobs": len(self.violations),
             "slo_violated_share": len(self.violations) / started if started else None,
-            "guarantee_periods_met": sum(x.total_met for x in self.ledgers.values()),
-            "guarantee_periods_failed": sum(x.total_broken for x in self.ledgers.values()),
             "eta_final": {m: round(self.quota.eta_of(m), 4) for m in sorted(self.quota.eta)},
             "eta_min": min(etas, default=None),
             "eta_max": max(etas, default=None),

@@ -1,54 +1,44 @@
-"""PTS, preemptive task scheduling (GFS §3.4, Algorithms 1-3): where a job goes, and which
-spot jobs a high-priority (HP) job evicts when it fits nowhere.
+"""PTS, the preemptive task scheduler of GFS (§3.4.2, Algorithms 1-3): where a job's pods go,
+and which spot jobs a high-priority (HP) job evicts when it fits nowhere.
 
-Only the paper's abstract could be read here; the rules follow the brief and the authors'
-public simulator, and the details below are stated as this module's assumptions.
+A job is ``w`` pods of ``g`` GPUs (``g`` = its GPUs per worker; a job without one is one pod
+when it fits a node, else pods of one GPU). Both algorithms place the pods one at a time,
+re-ranking the nodes after each (the ``while`` loop of Algorithms 1 and 2), so a gang's pods
+may share a node.
 
-Non-preemptive placement (Algorithm 2) ranks the nodes that can hold the job lexicographically:
+Non-preemptive scheduling (Algorithm 1), HP and spot jobs: the candidates are the nodes with
+``g`` idle GPUs and, for spot jobs, Score3 > 0 (the circuit breaker of :mod:`.nodes`); the
+pod goes to the top node by ``<Score1, Score2, Score3>`` in descending order:
 
-* Score1, packing: fewest free GPUs that still fit (best fit);
-* Score2, homogeneous co-location: most GPUs already held by the job's own class (spot with
-  spot, HP with HP);
-* Score3, eviction awareness (eqs. 13-16, see :mod:`.nodes`): a spot job prefers the node with
-  the lowest eviction risk, an HP job the highest (HP churn is kept where spot already lost
-  work, as in the public simulator); nodes whose circuit breaker is open take no spot job.
+* Score1, eq. 13, packing: fewest idle GPUs (``1 - idle/total``; ranked by the idle count,
+  which is the same order when a group's nodes have one size, as in the paper's cluster);
+* Score2, eq. 14, homogeneous co-location: most GPUs held by the job's class;
+* Score3, eq. 16, eviction awareness: spot prefers the lowest node risk, HP the highest.
 
-Without eviction awareness (the "-s" ablations) Score3 and the breaker are off. A job that
-fits on one node gets one node; a larger (gang) job takes whole workers from the nodes with
-the most free GPUs, skipping blocked nodes for spot (no scores: an assumption). A fractional
-job uses the shared-GPU rule of :class:`schedlab.policies.common.placers.BestFit`, without scores.
+GFS-s (§4.6.3) ranks by Score1 alone (best fit), with no breaker.
 
-Preemption (Algorithm 3), HP jobs only, victims only spot jobs:
-
-* waste of a victim (eq. 17): ``theta = g * (t - t_ckpt)``, its GPUs times the wall seconds
-  of work since its last periodic checkpoint (what an eviction throws away);
-* victim scan per candidate node: spot jobs by increasing waste, taken until the node frees
-  enough GPUs, then one backward pass drops those no longer needed (linear in the node's spot
-  jobs);
-* node cost (eq. 19): ``(F + v) / (F + S + v) + beta * sum(theta) / (C * T)``: the spot
-  eviction rate after evicting the ``v`` victims, each of which fails its guarantee period in
-  progress (``F``, ``S`` = guarantee periods failed / met so far in the run, of the job's
-  model(s)), plus the waste normalised by ``C`` = GPUs of those models times ``T`` = the
-  arrivals' span so far in seconds (at least ``H``). The paper (eq. 19) divides by
-  ``sum_k S_k * T``, "the total execution time of GPUs"; the public simulator uses the whole
-  trace's span, which a scheduler cannot know before the last arrival, so ``T`` is the span
-  seen so far. The cheapest node wins; ``beta`` = 5 as in that simulator (the paper's
-  Table 4 gives 0.5).
-
-Without preemption awareness (the "-p" ablations) the node is the best fit by free plus
-spot GPUs and the victims are its newest spot jobs. A job larger than one node evicts every
-spot job on the cheapest nodes until enough GPUs are free (an assumption; the public
-simulator preempts per worker on one node).
+Preemptive scheduling (Algorithm 2), HP jobs only, victims only whole-GPU spot jobs: per
+node, ``R`` = its idle GPUs plus those of its spot jobs (every spot job virtually preempted);
+the spot jobs are sorted by descending waste (eq. 17: ``g * (t - t_ckpt)``, GPUs times wall
+seconds since the last checkpoint) and each is spared while ``R`` minus its GPUs still holds
+the pod; the rest are the node's victims. The pod goes to the node of least cost (eq. 19):
+``(F + |T_k|) / (G + F + |T_k|) + beta * sum(waste) / (sum_k S_k * T)``, ``G`` / ``F`` the spot
+jobs finished / evicted so far in the run, ``sum_k S_k`` the GPUs the job may use and ``T``
+the arrivals' span so far (the paper's "total execution time" of the GPUs; the whole span
+is unknown while the run goes on). A node that needs no victim costs least, so it is used
+first (best fit among such nodes). GFS-p (§4.6.3) picks the node and the cards at random:
+a random node among those where the pod can fit, its spot jobs evicted in random order until
+it does. Algorithm 3 (the policy) runs Algorithm 1 after the quota check and Algorithm 2
+for HP jobs Algorithm 1 could not place.
 """
 
 from __future__ import annotations
 
-import math
-from collections.abc import Iterable
+import numpy as np
 
-from schedlab.cluster.state import ClusterState, Group
+from schedlab.cluster.state import Group
 from schedlab.policies.gfs.nodes import NodeBook
-from schedlab.policies.common.placers import BestFit, take_workers, worker_room, worker_size
+from schedlab.policies.common.placers import BestFit, worker_room
 from schedlab.sim.job import Job
 from schedlab.sim.policy import Context
 
@@ -56,42 +46,62 @@ Alloc = list[tuple[int, int]]
 _FRACTIONS = BestFit()
 
 
-# ----- non-preemptive placement (Algorithm 2) -------------------------------------------------
-def place(book: NodeBook, groups: tuple[Group, ...], job: Job, *, spot: bool, aware: bool) -> Alloc | None:
-    """An allocation for ``job`` by Score1-3, or None when it does not fit now."""
+def pod_shape(job: Job, groups: tuple[Group, ...]) -> tuple[int, int]:
+    """``(g, w)``: GPUs per pod and pods of a whole-GPU job."""
+    total = int(job.num_gpus)
+    gpw = job.gpus_per_worker
+    if gpw == gpw and gpw >= 1:
+        pod = int(gpw)
+    elif any(total <= g.max_gpus for g in groups):
+        pod = total
+    else:
+        pod = 1
+    return pod, total // pod
+
+
+# ----- Algorithm 1: non-preemptive scheduling ------------------------------------------------
+def place(book: NodeBook, groups: tuple[Group, ...], job: Job, *, spot: bool, scored: bool) -> Alloc | None:
+    """An allocation for ``job`` by Algorithm 1, or None when it does not fit now."""
     state = book.state
     if job.fractional:
         node = _FRACTIONS.fraction_node(state, groups, job.milli)
         return None if node is None else [(node, 1)]
-    need = int(job.num_gpus)
-    if state.free_in(groups) < need:
+    pod, pods = pod_shape(job, groups)
+    if state.free_in(groups) < pod * pods:
         return None
-    if any(need <= g.max_gpus for g in groups):
-        node = best_node(book, groups, need, spot=spot, aware=aware)
-        return None if node is None else [(node, need)]
-    return spread(book, groups, need, worker_size(job), spot=spot)
+    if pods == 1:
+        node = best_node(book, groups, pod, spot=spot, scored=scored)
+        return None if node is None else [(node, pod)]
+    return place_pods(book, groups, pod, pods, spot=spot, scored=scored)
 
 
-def rank_key(book: NodeBook, node: int, *, spot: bool, aware: bool) -> tuple[int, int, float, int]:
-    """Lexicographic rank of a node (lower is better): Score1, Score2, Score3, node id."""
-    risk = book.risk[node] if aware else 0.0
-    return (book.state.free[node], -book.same_class_gpus(node, spot), risk if spot else -risk, node)
+def rank_key(book: NodeBook, node: int, free: int, *, spot: bool, scored: bool, own: int = 0) -> tuple:
+    """Algorithm 1, line 12 (lower is better): Score1, Score2, Score3, then the node id.
+    ``free`` is the node's idle GPUs and ``own`` the GPUs this job already took there (they
+    count for its class)."""
+    if not scored:
+        return (free, 0, 0.0, node)
+    risk = book.risk[node]
+    spot_gpus = book.spot_gpus[node] + (own if spot else 0)
+    same = spot_gpus if spot else book.state.node_gpus[node] - free - spot_gpus
+    return (free, -same, risk if spot else -min(risk, 1.0), node)
 
 
-def best_node(book: NodeBook, groups: tuple[Group, ...], need: int, *, spot: bool, aware: bool) -> int | None:
-    """The best single node with ``need`` free GPUs: buckets are walked by free count
-    (Score1); inside a bucket only a few index ends are ranked (Score2, Score3)."""
+def best_node(book: NodeBook, groups: tuple[Group, ...], need: int, *, spot: bool, scored: bool) -> int | None:
+    """The top node with ``need`` idle GPUs: buckets are walked by idle count (Score1); inside
+    a bucket only a few ends of the special-node index are ranked (Score2, Score3)."""
+    if not scored:
+        found = [n for g in groups if (n := g.first_with(need)) is not None]
+        return min(found, key=lambda n: (book.state.free[n], n)) if found else None
     top = max(g.max_gpus for g in groups)
     for k in range(max(need, 1), top + 1):
-        found = [
-            n for g in groups if k <= g.max_gpus and (n := _bucket_best(book, g, k, spot, aware)) is not None
-        ]
+        found = [n for g in groups if k <= g.max_gpus and (n := _bucket_best(book, g, k, spot)) is not None]
         if found:
-            return min(found, key=lambda n: rank_key(book, n, spot=spot, aware=aware))
+            return min(found, key=lambda n: rank_key(book, n, k, spot=spot, scored=True))
     return None
 
 
-def _bucket_best(book: NodeBook, g: Group, k: int, spot: bool, aware: bool) -> int | None:
+def _bucket_best(book: NodeBook, g: Group, k: int, spot: bool) -> int | None:
     gid = book.state.node_group[g.nodes[0]]
     special = book.index[gid].get(k)
     bucket = g.buckets[k]
@@ -102,14 +112,14 @@ def _bucket_best(book: NodeBook, g: Group, k: int, spot: bool, aware: bool) -> i
             for neg, risk, node in special:  # most spot GPUs first, then lowest risk
                 if neg == 0:
                     break
-                if not (aware and risk >= 1.0):
+                if not book.blocked(node):
                     return node
         plain = _first_plain(book, bucket, special)
         if plain is not None:
             return plain
         if special:
-            for neg, risk, node in special.irange((0, -math.inf, -1)):  # spot-free, lowest risk first
-                if not (aware and risk >= 1.0):
+            for neg, risk, node in special.irange((0, -float("inf"), -1)):  # spot-free, lowest risk first
+                if not book.blocked(node):
                     return node
         return None
     candidates = [special[-1][2]] if special else []  # fewest spot GPUs, then highest risk
@@ -118,121 +128,160 @@ def _bucket_best(book: NodeBook, g: Group, k: int, spot: bool, aware: bool) -> i
         candidates.append(plain)
     if not candidates:
         return None
-    return min(candidates, key=lambda n: rank_key(book, n, spot=False, aware=aware))
+    return min(candidates, key=lambda n: rank_key(book, n, k, spot=False, scored=True))
 
 
-def _first_plain(book: NodeBook, bucket: Iterable[int], special) -> int | None:
+def _first_plain(book: NodeBook, bucket, special) -> int | None:
     """The lowest-id node of a bucket that holds no spot GPUs and carries no risk."""
     if special is not None and len(special) >= len(bucket):
         return None
     return next((n for n in bucket if not book.special(n)), None)
 
 
-def spread(book: NodeBook, groups: tuple[Group, ...], need: int, worker: int, *, spot: bool) -> Alloc | None:
-    """Whole workers from the nodes with the most free GPUs (blocked nodes skipped for spot)."""
-    state = book.state
-    if worker_room(groups, worker) * worker < need:
+def place_pods(book: NodeBook, groups: tuple[Group, ...], pod: int, pods: int, *, spot: bool, scored: bool) -> Alloc | None:
+    """Algorithm 1's loop for a gang: each pod on the top node given the pods placed so far."""
+    if worker_room(groups, pod) < pods:
         return None
-    nodes = (node for k in range(max(g.max_gpus for g in groups), worker - 1, -1)
-             for g in groups if k <= g.max_gpus
-             for node in g.buckets[k] if not (spot and book.blocked(node)))  # fmt: skip
-    return take_workers(state, nodes, need, worker)
+    state = book.state
+    taken: dict[int, int] = {}
+    for _ in range(pods):
+        best: tuple | None = None
+        for node, free in _nodes_with(groups, pod, taken, state.free):
+            if spot and scored and book.blocked(node):
+                continue
+            key = rank_key(book, node, free, spot=spot, scored=scored, own=taken.get(node, 0))
+            if best is None or key < best:
+                best = key
+        if best is None:
+            return None
+        node = best[-1]
+        taken[node] = taken.get(node, 0) + pod
+    return sorted(taken.items())
 
 
-# ----- preemption (Algorithm 3) ---------------------------------------------------------------
+def _nodes_with(groups: tuple[Group, ...], pod: int, taken: dict[int, int], free: list[int]):
+    """``(node, idle GPUs)`` of the nodes with at least ``pod`` idle GPUs once ``taken`` is
+    removed: untouched nodes from the buckets, by increasing idle count, then touched ones."""
+    for touched, count in taken.items():
+        if free[touched] - count >= pod:
+            yield touched, free[touched] - count
+    for g in groups:
+        for k in range(pod, g.max_gpus + 1):
+            for node in g.buckets[k]:
+                if node not in taken:
+                    yield node, k
+
+
+# ----- Algorithm 2: preemptive scheduling ----------------------------------------------------
 def waste(ctx: Context, job: Job) -> float:
-    """Eq. 17: GPUs x wall seconds of work since the job's last periodic checkpoint."""
+    """Eq. 17: GPUs x wall seconds of work since the job's last checkpoint."""
     if job.rate <= 0:
         return 0.0
     progress = job.work - ctx.remaining(job)
     return job.num_gpus * max(0.0, progress - job.checkpointed(progress)) / job.rate
 
 
-def victims_on(ctx: Context, book: NodeBook, node: int, short: int, *, aware: bool) -> list[Job] | None:
-    """Spot jobs of ``node`` whose eviction frees ``short`` more whole GPUs there: least
-    waste first then a backward pruning pass (aware), or newest first (not aware)."""
-    held = {idx: sum(len(gids) for n, gids in j.alloc if n == node)
-            for idx, j in book.spot_jobs[node].items() if not j.fractional}  # fmt: skip
-    jobs = [book.spot_jobs[node][idx] for idx in held]
-    if aware:
-        jobs.sort(key=lambda j: (waste(ctx, j), j.idx))
-    else:
-        jobs.sort(key=lambda j: (-j.run_since, j.idx))
-    chosen: list[Job] = []
-    freed = 0
-    for job in jobs:
-        if freed >= short:
-            break
-        chosen.append(job)
-        freed += held[job.idx]
-    if freed < short:
-        return None
-    if aware:
-        for job in reversed(chosen[:-1]):
-            if freed - held[job.idx] >= short:
-                chosen.remove(job)
-                freed -= held[job.idx]
-    return chosen
+def spared(ctx: Context, spot_on_node: list[tuple[Job, int]], room: int, pod: int) -> list[Job]:
+    """Algorithm 2, lines 9-13: victims on a node whose idle GPUs plus every spot job's
+    (``room``) must hold ``pod``: by descending waste, each spot job is spared while the rest
+    still hold the pod."""
+    victims = []
+    for job, gpus in sorted(spot_on_node, key=lambda jg: (-waste(ctx, jg[0]), jg[0].idx)):
+        if room - gpus >= pod:
+            room -= gpus
+        else:
+            victims.append(job)
+    return victims
 
 
-def node_cost(ctx: Context, victims: list[Job], *, broken: int, met: int, span_s: float, gpus: float, beta: float) -> float:
-    """Eq. 19: the eviction rate after these evictions plus ``beta`` x normalised waste. Each
-    victim fails its guarantee period in progress (as :class:`.sqa.GuaranteeLedger` counts
-    them), so the rate is ``(broken + victims) / (broken + met + victims)``."""
-    n = len(victims)
-    total = broken + met + n
-    rate = (broken + n) / total if total else 0.0
-    return rate + beta * sum(waste(ctx, v) for v in victims) / (gpus * span_s)
+def node_cost(wastes: list[float], *, finished: int, evicted: int, gpu_time: float, beta: float) -> float:
+    """Eq. 19 for a node whose victims would waste ``wastes`` (eq. 17):
+    ``(F + |T_k|) / (G + F + |T_k|) + beta * sum(waste) / (sum_k S_k * T)``."""
+    n = len(wastes)
+    total = finished + evicted + n
+    rate = (evicted + n) / total if total else 0.0
+    return rate + beta * sum(wastes) / gpu_time
 
 
 def plan_preemption(
-    ctx: Context, book: NodeBook, groups: tuple[Group, ...], job: Job, *, aware: bool, broken: int, met: int,
-    span_s: float, beta: float,
-) -> tuple[list[int], list[Job]] | None:  # fmt: skip
-    """Nodes and spot victims that make room for HP ``job``, or None when evicting every spot
-    job would not."""
+    ctx: Context, book: NodeBook, groups: tuple[Group, ...], job: Job, *, cost_aware: bool,
+    finished: int, evicted: int, span_s: float, beta: float, rng: np.random.Generator,
+) -> tuple[Alloc, list[Job]] | None:  # fmt: skip
+    """Algorithm 2 for HP ``job``: its allocation and the spot victims to evict first, or None
+    when evicting every spot job would not make room."""
     state = book.state
-    need = 1 if job.fractional else int(job.num_gpus)
-    gpus = float(book.gpus_in(groups))
-    spot_nodes = [(k, -neg, node) for g in groups for k, lst in book.index[state.node_group[g.nodes[0]]].items()
-                  for neg, _risk, node in lst if neg < 0]  # fmt: skip
-
-    def cost(victims: list[Job]) -> float:
-        return node_cost(ctx, victims, broken=broken, met=met, span_s=span_s, gpus=gpus, beta=beta)
-
-    if any(need <= g.max_gpus for g in groups):
-        best: tuple[tuple, int, list[Job]] | None = None
-        for free, spot, node in spot_nodes:
-            if free + spot < need:
-                continue
-            victims = victims_on(ctx, book, node, need - free, aware=aware)
-            if victims is None:
-                continue
-            rank = (cost(victims), free + spot, node) if aware else (free + spot, node)
-            if best is None or rank < best[0]:
-                best = (rank, node, victims)
-        return None if best is None else ([best[1]], best[2])
-    ranked = []
-    for free, spot, node in spot_nodes:
-        victims = victims_on(ctx, book, node, spot, aware=False)
-        if victims:
-            ranked.append(((cost(victims), node) if aware else (-spot, node), node, spot, victims))
-    ranked.sort(key=lambda r: r[0])
-    room = state.free_in(groups)
-    nodes: list[int] = []
+    pod, pods = (1, 1) if job.fractional else pod_shape(job, groups)
+    gpu_time = float(book.gpus_in(groups)) * span_s
     chosen: dict[int, Job] = {}
-    for _rank, node, spot, victims in ranked:
-        if room >= need:
-            break
-        nodes.append(node)
-        room += spot
-        chosen.update((v.idx, v) for v in victims)
-    return (nodes, list(chosen.values())) if room >= need else None
+    freed: dict[int, int] = {}
+    taken: dict[int, int] = {}
+    for _ in range(pods):
+        options = []  # (node, room without victims, spot jobs still there)
+        for node in _preemptible_nodes(book, groups, pod, taken):
+            spot_here = [(j, gpus) for j, gpus in _spot_jobs(book, node) if j.idx not in chosen]
+            room = state.free[node] + freed.get(node, 0) - taken.get(node, 0)
+            if room + sum(g for _, g in spot_here) >= pod:
+                options.append((node, room, spot_here))
+        if not options:
+            return None
+        if cost_aware:
+            node, victims = _cheapest(ctx, options, pod, finished, evicted, gpu_time, beta)
+        else:
+            node, room, spot_here = options[int(rng.integers(len(options)))]
+            victims = []
+            for i in rng.permutation(len(spot_here)):
+                if room >= pod:
+                    break
+                victims.append(spot_here[i][0])
+                room += spot_here[i][1]
+        for victim in victims:
+            chosen[victim.idx] = victim
+            for n, gids in victim.alloc:
+                freed[n] = freed.get(n, 0) + len(gids)
+        taken[node] = taken.get(node, 0) + pod
+    return sorted(taken.items()), list(chosen.values())
 
 
-def free_alloc(state: ClusterState, node: int, job: Job) -> Alloc | None:
-    """The allocation on ``node`` once its victims are gone (None if it still does not fit)."""
-    if job.fractional:
-        return [(node, 1)] if state.fraction_room(node, job.milli) else None
-    need = int(job.num_gpus)
-    return [(node, need)] if state.free[node] >= need else None
+def _cheapest(ctx: Context, options, pod: int, finished: int, evicted: int, gpu_time: float, beta: float) -> tuple[int, list[Job]]:
+    """The node of least eq. 19 cost and its victims; nodes needing no victim come first
+    (fewest idle GPUs among them)."""
+    free_fit = [(room, node) for node, room, _ in options if room >= pod]
+    if free_fit:
+        return min(free_fit)[1], []
+    best = None
+    for node, room, spot_here in options:
+        victims = spared(ctx, spot_here, room + sum(g for _, g in spot_here), pod)
+        wastes = [waste(ctx, v) for v in victims]
+        cost = node_cost(wastes, finished=finished, evicted=evicted, gpu_time=gpu_time, beta=beta)
+        if best is None or (cost, node) < best[0]:
+            best = ((cost, node), node, victims)
+    return best[1], best[2]
+
+
+def _spot_jobs(book: NodeBook, node: int) -> list[tuple[Job, int]]:
+    """Whole-GPU spot jobs on ``node`` with the GPUs each holds there."""
+    return [(j, sum(len(gids) for n, gids in j.alloc if n == node))
+            for j in book.spot_jobs[node].values() if not j.fractional]  # fmt: skip
+
+
+def _preemptible_nodes(book: NodeBook, groups: tuple[Group, ...], pod: int, taken: dict[int, int]):
+    """Nodes where the pod might go: those holding spot GPUs, touched ones, and those with
+    ``pod`` idle GPUs."""
+    state = book.state
+    seen = set()
+    for g in groups:
+        gid = state.node_group[g.nodes[0]] if g.nodes else None
+        if gid is not None:
+            for lst in book.index[gid].values():
+                for neg, _risk, node in lst:
+                    if neg < 0 and node not in seen:
+                        seen.add(node)
+                        yield node
+    for node in taken:
+        if node not in seen:
+            seen.add(node)
+            yield node
+    for node, _free in _nodes_with(groups, pod, taken, state.free):
+        if node not in seen:
+            seen.add(node)
+            yield node

@@ -77,7 +77,8 @@ def calibration(w) -> str:
                      " / ".join(_pct(mix.get(v, 0.0)) for v in POD_GPUS)))  # fmt: skip
     for cls, gang in (("hp", "8.66"), ("spot", "27.26")):
         mine = j[j["priority_class"] == cls]
-        rows.append((f"{cls} gang tasks (%)", gang, "Table 3", _pct((mine["num_gpus"] > mine["gpus_per_worker"]).mean())))
+        share = (mine["num_gpus"] > mine["gpus_per_worker"]).mean()
+        rows.append((f"{cls} gang tasks (%)", gang, "Table 3", _pct(share)))
     for cls in ("hp", "spot"):
         mine = j[(j["priority_class"] == cls) & (j["num_gpus"] > j["gpus_per_worker"])]
         rows.append((f"{cls} pods per gang task (mean)", "not published (assumed 64/15 = 4.27)", "-",
@@ -123,22 +124,23 @@ def occupancy(jobs: pd.DataFrame, times: np.ndarray) -> np.ndarray:
 
 
 def load_table(n_jobs: int, seed: int) -> str:
-    """Markdown: GPUs held by HP and by spot (x1, x2, x4) with no queueing, mean and daily peak."""
-    rows = []
-    hp_curve = None
-    for scale in (1, 2, 4):
-        w = generate("gfs-a100", n_jobs, seed=seed, spot_scale=scale)
-        span = w.meta["span_s"]
-        times = np.arange(86400.0, span, 300.0)
-        if times.size == 0:
-            raise SystemExit("the load table needs more than one day of arrivals (raise --jobs)")
-        day = ((times - 86400.0) // 86400).astype(int)
-        curves = {c: occupancy(w.jobs[w.jobs["priority_class"] == c], times) for c in ("hp", "spot")}
-        if hp_curve is None:
-            hp_curve = curves["hp"]
-            rows.append(("hp", hp_curve))
-        rows.append((f"spot x{scale}", curves["spot"]))
-        rows.append((f"hp + spot x{scale}", hp_curve + curves["spot"]))
+    """Markdown: GPUs held by HP and by spot (x1, x2, x4) with no queueing, mean and daily peak.
+
+    The HP tasks are the same at every spot scale (the scale adds spot tasks only)."""
+    traces = {scale: generate("gfs-a100", n_jobs, seed=seed, spot_scale=scale) for scale in (1, 2, 4)}
+    times = np.arange(86400.0, traces[1].meta["span_s"], 300.0)
+    if times.size == 0:
+        raise SystemExit("the load table needs more than one day of arrivals (raise --jobs)")
+    day = ((times - 86400.0) // 86400).astype(int)
+
+    def held(w, cls: str) -> np.ndarray:
+        return occupancy(w.jobs[w.jobs["priority_class"] == cls], times)
+
+    hp = held(traces[1], "hp")
+    rows = [("hp", hp)]
+    for scale, w in traces.items():
+        spot = held(w, "spot")
+        rows += [(f"spot x{scale}", spot), (f"hp + spot x{scale}", hp + spot)]
     lines = ["| tasks | mean GPUs | mean % | daily peak GPUs (mean of days) | daily peak % | highest GPUs | highest % |",
              "|---|---|---|---|---|---|---|"]  # fmt: skip
     for label, curve in rows:

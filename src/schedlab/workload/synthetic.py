@@ -558,7 +558,8 @@ class GfsA100Profile(GfsProfile):
         peak = ((hours % 24) >= start) & ((hours % 24) < end)
         weekend = (hours % WEEK_H) >= 120
         ratio = np.asarray(self.org_peak_ratio)[:, None]
-        rate = np.where(peak[None, :], ratio, 1.0) * np.where(weekend[None, :], np.asarray(self.org_weekend)[:, None], 1.0)
+        weekend_factor = np.asarray(self.org_weekend)[:, None]
+        rate = np.where(peak[None, :], ratio, 1.0) * np.where(weekend[None, :], weekend_factor, 1.0)
         return rate / rate.mean(axis=1, keepdims=True)
 
 
@@ -614,7 +615,8 @@ def generate(
     if params.jobs_per_day is not None:
         span_s = n_jobs / params.jobs_per_day * DAY_S
     else:
-        base_work = sum(w * float(np.sum(p["num_gpus"] * p["duration_s"])) for w, p in zip(params.load_weights(), parts))
+        weights = params.load_weights()
+        base_work = sum(w * float(np.sum(p["num_gpus"] * p["duration_s"])) for w, p in zip(weights, parts))
         span_s = base_work / (params.load * params.cluster_gpus)
     for r, p in zip(class_rngs, parts):
         p["submit_s"] = _arrival_times(r, p["tenant"], patterns, span_s)

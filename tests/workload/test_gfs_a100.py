@@ -104,8 +104,9 @@ def test_organisations_follow_observation_2(full) -> None:
 
 
 def test_solo_mix_keeps_the_all_job_mix() -> None:
-    # Hand case: values <1, 1, 8 with shares 0.1, 0.5, 0.4 and gang share 0.5. Gang jobs draw
-    # 1 / 8 as 5/9 / 4/9; non-gang jobs must then be 0.2, 1/2 (0.5 - 0.5 * 5/9) / 0.5 ... = 4/9, 16/45.
+    # Hand case: values <1, 1, 8 with shares 0.1, 0.5, 0.4 and gang share 0.5. Gang jobs take 1 or 8
+    # GPUs with 5/9 and 4/9, so the non-gang jobs need <1: 0.1 / 0.5 = 0.2, 1: (0.5 - 0.5 * 5/9) / 0.5
+    # = 4/9 and 8: (0.4 - 0.5 * 4/9) / 0.5 = 16/45.
     solo = solo_mix((0.5, 1.0, 8.0), (0.1, 0.5, 0.4), 0.5)
     assert solo == pytest.approx((0.2, 4 / 9, 16 / 45))
     gang = (0.0, 5 / 9, 4 / 9)

@@ -526,6 +526,13 @@ class GfsA100Profile(GfsProfile):
     max_duration_s: float = 7 * 86400.0
     tenants: tuple[str, ...] = ("orgA", "orgB", "orgC", "orgD")
     tenant_weights: tuple[float, ...] = (0.25, 0.25, 0.25, 0.25)
+    # The shared daily shape and random per-tenant variations of the base profile are not used:
+    # ``tenant_patterns`` builds each organisation's week from the three fields below.
+    hourly: tuple[float, ...] = (1.0,) * 24
+    weekend_factor: float = 1.0
+    tenant_phase_sd_h: float = 0.0
+    tenant_amplitude: tuple[float, float] = (1.0, 1.0)
+    tenant_weekend: tuple[float, float] | None = None
     peak_hours: tuple[int, int] = (10, 24)  # Observation 2: every organisation peaks from 10:00 to 24:00
     org_peak_ratio: tuple[float, ...] = (86 / 74, 90 / 67, (86 / 74 + 90 / 67) / 2, (86 / 74 + 90 / 67) / 2)
     org_weekend: tuple[float, ...] = (1.0, 1.0, 1 - 0.357, 1.0)

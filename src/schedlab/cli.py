@@ -44,7 +44,7 @@ err_console = Console(stderr=True)
 
 TraceOpt = Annotated[Optional[Path], typer.Option("--trace", help="Trace file (or folder, for pai).")]
 FormatOpt = Annotated[Optional[str], typer.Option("--format", "-f", help="Trace format: see `schedlab traces list`.")]
-SyntheticOpt = Annotated[Optional[str], typer.Option("--synthetic", help="Synthetic profile: venus, philly, gfs, simple.")]
+SyntheticOpt = Annotated[Optional[str], typer.Option("--synthetic", help="Synthetic profile: venus, philly, gfs, gfs-a100, simple.")]
 JobsOpt = Annotated[int, typer.Option("--jobs", "-n", min=1, help="Number of synthetic jobs.")]
 LoadOpt = Annotated[Optional[float], typer.Option("--load", min=0.01, help="Offered load of a synthetic trace (default: profile's).")]
 ClusterOpt = Annotated[Optional[str], typer.Option("--cluster", "-c", help="Preset (see `schedlab clusters`), uniform:NxG, helios:PATH\\[@DATE], gfs:PATH. Default for synthetic traces: the profile's cluster.")]
@@ -60,7 +60,8 @@ HorizonOpt = Annotated[Optional[float], typer.Option("--horizon", min=0.001, hel
 RestoreOpt = Annotated[float, typer.Option("--restore-s", min=0, help="Seconds to restore a paused or migrated job from its checkpoint.")]
 RestartOpt = Annotated[float, typer.Option("--restart-s", min=0, help="Seconds an evicted job needs to run again: rescheduling, image pull, restore (default: Hadar's 10 s).")]
 CkptOpt = Annotated[float, typer.Option("--checkpoint-s", min=0, help="Seconds to save a checkpoint on pause or migration.")]
-SpotScaleOpt = Annotated[Optional[float], typer.Option("--spot-scale", min=0.01, help="With --synthetic gfs: multiply the number of spot jobs by K (1, 2, 4 = low, medium, high spot load).")]
+SPOT_PROFILES = ("gfs", "gfs-a100")  # the synthetic profiles with a spot_scale
+SpotScaleOpt = Annotated[Optional[float], typer.Option("--spot-scale", min=0.01, help="With --synthetic gfs or gfs-a100: multiply the number of spot jobs by K (1, 2, 4 = low, medium, high spot load).")]
 CkptEveryOpt = Annotated[float, typer.Option("--checkpoint-interval-s", min=0.001, help="Periodic checkpoint interval (work seconds); an eviction loses work since the last one.")]
 ParamOpt = Annotated[Optional[list[str]], typer.Option("--param", help="A policy parameter KEY=VALUE (repeat); `schedlab policies NAME` lists them.")]
 SharesOpt = Annotated[Optional[Path], typer.Option("--shares", help="Tenant weights (CSV tenant,weight or ASTRAEA's name,share): adds the fairness metrics (LTGF, finish-time fairness, Jain's index) to summary.json.")]
@@ -140,8 +141,8 @@ def _run_options(
     if train_until is not None:
         wspec = replace(wspec, train_until_s=train_until * 3600)
     if spot_scale is not None:
-        if synthetic != "gfs":
-            raise ConfigError("--spot-scale needs --synthetic gfs")
+        if synthetic not in SPOT_PROFILES:
+            raise ConfigError(f"--spot-scale needs --synthetic {' or '.join(SPOT_PROFILES)}")
         wspec = replace(wspec, options={**wspec.options, "spot_scale": spot_scale})
     config = SimConfig(
         restore_s=restore_s, restart_s=restart_s, checkpoint_s=checkpoint_s, checkpoint_interval_s=checkpoint_interval_s, boot_s=boot_s,
@@ -577,7 +578,7 @@ def forecast(
     jobs: JobsOpt = 150000,
     seed: ForecastSeedOpt = 0,
     all_classes: Annotated[bool, typer.Option("--all-classes", help="Count every priority class, not only hp.")] = False,
-    country: Annotated[Optional[str], typer.Option("--country", help="Holiday calendar: CN, US or none (default: CN for --synthetic gfs, else none).")] = None,
+    country: Annotated[Optional[str], typer.Option("--country", help="Holiday calendar: CN, US or none (default: CN for --synthetic gfs and gfs-a100, else none).")] = None,
     lookback: Annotated[int, typer.Option("--lookback", min=2, help="Look-back window (hours).")] = 168,
     forecast_hours: Annotated[int, typer.Option("--forecast-hours", min=1, help="How far ahead to forecast (hours).")] = 24,
     test_days: Annotated[float, typer.Option("--test-days", min=0.05, help="Hold out the last N days for testing.")] = 7.0,
@@ -603,7 +604,7 @@ def forecast(
         raise ConfigError("give exactly one of --synthetic PROFILE, --trace PATH --format F, or --series CSV")
     check_out(out, force=force)
     if country is None:
-        country = "CN" if synthetic == "gfs" else "none"
+        country = "CN" if synthetic in SPOT_PROFILES else "none"
     if series is not None:
         demand = from_csv(series, country=country)
     else:

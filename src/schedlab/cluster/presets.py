@@ -1,4 +1,4 @@
-"""Ready-made clusters: uniform, Helios (Venus / Earth VCs), Philly VCs, the GFS inventory.
+"""Ready-made clusters: uniform, Helios (Venus / Earth VCs), Philly VCs, the GFS inventory and A100 cluster.
 
 Presets built from a public file take that file's path; each also has a built-in form
 (the published totals), so the product works without the data folder.
@@ -15,6 +15,7 @@ import pandas as pd
 from schedlab.cluster.spec import ClusterSpec, NodeSpec, TenantSpec, gpu_type
 from schedlab.errors import ConfigError, InputError
 from schedlab.workload.schema import shown
+from schedlab.workload.synthetic import GFS_A100_GPU
 
 # DGX-1-class server idle power (Helios §4.3 uses ~800 W per idle node).
 DGX_IDLE_W = 800.0
@@ -35,6 +36,7 @@ GFS_INVENTORY = {
     ("A10", 1): 2494, ("A100-SXM4-80GB", 8): 432, ("A800-SXM4-80GB", 8): 22, ("GPU-series-1", 1): 902,
     ("GPU-series-1", 4): 10, ("GPU-series-1", 8): 77, ("GPU-series-2", 8): 122, ("H800", 8): 219,
 }  # fmt: skip
+GFS_A100_NODES = 287  # GFS paper §4.1: "1 cluster with 2,296 A100 GPUs (287 8-card nodes)"
 
 
 def uniform(num_nodes: int = 16, gpus_per_node: int = 8, gpu: str = "V100", name: str | None = None) -> ClusterSpec:
@@ -137,6 +139,12 @@ def gfs_builtin() -> ClusterSpec:
     return _gfs_spec(tuple(nodes))
 
 
+def gfs_a100() -> ClusterSpec:
+    """The GFS paper's simulated cluster (§4.1): 287 eight-GPU A100 nodes (2,296 GPUs) in one
+    shared pool, the GPU named as in the GFS inventory so the ``gfs-a100`` jobs run at speed 1."""
+    return uniform(GFS_A100_NODES, 8, GFS_A100_GPU, name="gfs-a100")
+
+
 def _gfs_spec(nodes: tuple[NodeSpec, ...]) -> ClusterSpec:
     types = {n.gpu_type: gpu_type(n.gpu_type) for n in nodes}
     return ClusterSpec("gfs", types, nodes)
@@ -155,6 +163,8 @@ PRESETS: dict[str, tuple[str, Callable[[], ClusterSpec]]] = {
                lambda: partitioned(PHILLY_VC_NODES, name="philly")),
     "gfs": ("GFS spot-trace inventory: 4,278 nodes, 10,412 GPUs, 6 GPU models, shared pool",
             lambda: gfs_builtin()),
+    "gfs-a100": ("GFS paper's simulated cluster (§4.1): 287 nodes x 8 A100 = 2,296 GPUs, shared pool",
+                 lambda: gfs_a100()),
 }  # fmt: skip
 
 

@@ -39,7 +39,7 @@ if TYPE_CHECKING:
     from schedlab.energy.ces import CESConfig
 
 # The cluster a synthetic profile runs on when none is given.
-PROFILE_CLUSTERS = {"venus": "venus", "helios": "venus", "philly": "philly", "gfs": "gfs",
+PROFILE_CLUSTERS = {"venus": "venus", "helios": "venus", "philly": "philly", "gfs": "gfs", "gfs-a100": "gfs-a100",
                     "simple": "uniform:8x8", "uniform": "uniform:8x8"}  # fmt: skip
 
 

@@ -32,7 +32,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from schedlab.errors import ConfigError
-from schedlab.units import HOUR_S
+from schedlab.units import DAY_S, HOUR_S
 from schedlab.workload.schema import COLUMNS, Workload, validate
 
 WEEK_H = 168
@@ -78,6 +78,9 @@ class JobClass:
     ``gpu_values``/``gpu_probs`` are GPUs per job, or GPUs per worker when ``per_worker`` (then
     ``gpus_per_worker`` is set, and a ``gang_share`` of the jobs get 2+ workers drawn from
     ``worker_values``/``worker_probs``; gang workers never take a fraction of a GPU).
+    ``solo_gpu_probs`` is the mix of the non-gang jobs when it differs from ``gpu_probs`` (see
+    :func:`solo_mix`); ``duration`` replaces the profile's duration mixture for this class (same
+    number of components).
     """
 
     name: str = "default"
@@ -88,9 +91,13 @@ class JobClass:
     gang_share: float = 0.0
     worker_values: tuple[int, ...] = (2, 4, 8, 16, 32)
     worker_probs: tuple[float, ...] = (0.45, 0.30, 0.15, 0.07, 0.03)
+    solo_gpu_probs: tuple[float, ...] | None = None
+    duration: LognormalMix | None = None
 
     def __post_init__(self) -> None:
         _check_probs(self.gpu_probs, f"class {self.name!r} gpu_probs", len(self.gpu_values))
+        if self.solo_gpu_probs is not None:
+            _check_probs(self.solo_gpu_probs, f"class {self.name!r} solo_gpu_probs", len(self.gpu_values))
         _check_probs(self.worker_probs, f"class {self.name!r} worker_probs", len(self.worker_values))
         if self.gang_share > 0 and not self.per_worker:
             raise ConfigError(f"class {self.name!r}: gang_share needs per_worker GPU values")
@@ -135,9 +142,16 @@ class Profile:
     gpu_type_weights: tuple[float, ...] = ()
     gpu_type_max_per_worker: tuple[float, ...] = ()  # GPUs of the type's largest node
     gpu_type_total: tuple[float, ...] = ()  # GPUs of the type in the cluster (caps gang sizes)
+    jobs_per_day: float | None = None  # fixed arrival rate: the window is n_jobs / rate and ``load`` is unused
 
     def __post_init__(self) -> None:
         _check_probs(tuple(c.share for c in self.classes), f"profile {self.name!r} class shares")
+        for c in self.classes:
+            if c.duration is not None and len(c.duration.weights) != len(self.duration.weights):
+                raise ConfigError(f"profile {self.name!r}: class {c.name!r} duration needs "
+                                  f"{len(self.duration.weights)} component(s), like the profile's")  # fmt: skip
+        if self.jobs_per_day is not None and not self.jobs_per_day > 0:
+            raise ConfigError(f"profile {self.name!r}: jobs_per_day must be positive")
         _check_probs(self.tenant_weights, f"profile {self.name!r} tenant_weights", len(self.tenants))
         if len(self.hourly) != 24 or min(self.hourly) <= 0:
             raise ConfigError(f"profile {self.name!r}: hourly needs 24 positive values")
@@ -157,6 +171,10 @@ class Profile:
     def load_weights(self) -> tuple[float, ...]:
         """How much each class's GPU time counts towards the target load."""
         return (1.0,) * len(self.classes)
+
+    def tenant_patterns(self, rng: np.random.Generator, origin: pd.Timestamp) -> np.ndarray:
+        """Arrival intensity of every tenant over the 168 hours of a week from ``origin`` (rows of mean 1)."""
+        return _tenant_patterns(rng, self, origin)
 
 
 # Hourly GPU-job submissions of Venus, Apr-Sep 2020, relative to their mean (hour 0..23), from
@@ -370,7 +388,186 @@ class GfsProfile(Profile):
     def __post_init__(self) -> None:
         super().__post_init__()
         if self.spot_scale <= 0:
-            raise ConfigError("profile 'gfs': spot_scale must be positive")
+            raise ConfigError(f"profile {self.name!r}: spot_scale must be positive")
+
+
+# The GFS paper's simulation setup (§4.1): one cluster of 287 eight-GPU A100 nodes, the tasks of Table 3.
+GFS_A100_TASKS = {"hp": 138_403, "spot": 26_635}  # Table 3, submitted Apr-Jun 2024
+GFS_A100_DAYS = 91  # 2024-04-01 to 2024-06-30
+GFS_A100_GPU = "A100-SXM4-80GB"  # the A100 model name of the GFS inventory (node_info_df.csv)
+_POD_GPUS = (0.5, 1.0, 2.0, 4.0, 8.0)  # Table 3 columns <1, 1, 2, 4, 8 (a "<1" pod asks for half a card)
+_HP_POD_PCT = (0.11, 55.11, 13.37, 7.53, 23.69)  # Table 3, HP row (sums to 99.81 %)
+_SPOT_POD_PCT = (0.82, 67.35, 5.67, 12.00, 14.04)  # Table 3, spot row (sums to 99.88 %)
+_HP_GANG, _SPOT_GANG = 0.0866, 0.2726  # Table 3, "Gang: Yes"
+_GANG_PODS = (2, 4, 8, 16)
+_GANG_POD_PROBS = (8 / 15, 4 / 15, 2 / 15, 1 / 15)  # each doubling half as frequent (assumption)
+# Table 5(a), GFS row: JCT and JQT (s). HP tasks are never evicted, so HP work = JCT - JQT; the p99
+# JCT (29,304.5 s under GFS and Lyra, 29,308.5 under YARN-CS and FGD) is taken as the work's p99.
+_HP_JCT, _HP_JQT, _HP_JCT_P99 = 17_777.1, 28.4, 29_304.5
+_SPOT_JCT, _SPOT_JQT = 10_438.7, 323.0  # spot eviction rate 0.74 %: the redone work is neglected
+_Z99 = 2.3263478740408408  # standard normal 99th percentile
+
+
+def normalised(percents: tuple[float, ...]) -> tuple[float, ...]:
+    """Shares summing to 1 from published percentages that do not quite (rounding, omitted sizes)."""
+    total = sum(percents)
+    return tuple(v / total for v in percents)
+
+
+def solo_mix(values: tuple[float, ...], probs: tuple[float, ...], gang_share: float) -> tuple[float, ...]:
+    """The GPUs-per-pod mix of non-gang jobs that keeps the all-job mix at ``probs``.
+
+    Gang pods never take a fraction of a GPU (they draw ``probs`` restricted to whole GPUs), so
+    the fractional share moves to the non-gang jobs: with gang share ``g`` and fractional share
+    ``f``, a whole-GPU value of share ``p`` gets ``p (1 - g / (1 - f)) / (1 - g)`` among them and
+    a fractional one ``p / (1 - g)``.
+    """
+    frac = sum(p for v, p in zip(values, probs) if v < 1)
+    whole = 1.0 - gang_share / (1.0 - frac)
+    if whole < 0:
+        raise ConfigError(f"a gang share of {gang_share} leaves too few whole-GPU jobs for the GPU mix")
+    return tuple(p / (1 - gang_share) if v < 1 else p * whole / (1 - gang_share) for v, p in zip(values, probs))
+
+
+def lognormal_mean_p99(mean: float, p99: float) -> LognormalMix:
+    """The lognormal with this mean and 99th percentile (the narrower of the two that have them).
+
+    With log-sd ``s``: mean = median exp(s^2 / 2) and p99 = median exp(z s), z = 2.326, so
+    ``s^2 / 2 - z s + ln(p99 / mean) = 0`` and ``s = z - sqrt(z^2 - 2 ln(p99 / mean))``.
+    """
+    gap = _Z99**2 - 2.0 * np.log(p99 / mean)
+    if not p99 > mean or gap < 0:
+        raise ConfigError(f"no lognormal has mean {mean:g} and p99 {p99:g}")
+    sigma = _Z99 - float(np.sqrt(gap))
+    return lognormal_mean_sigma(mean, sigma)
+
+
+def lognormal_mean_sigma(mean: float, sigma: float) -> LognormalMix:
+    """The lognormal with this mean and log-sd."""
+    return LognormalMix((1.0,), (mean * float(np.exp(-sigma**2 / 2)),), (sigma,))
+
+
+_HP_WORK = lognormal_mean_p99(_HP_JCT - _HP_JQT, _HP_JCT_P99)
+
+
+@dataclass(frozen=True)
+class GfsA100Profile(GfsProfile):
+    """The GFS paper's simulated A100 cluster (ASPLOS '26, §4.1, Tables 3 and 5); origin 2024-04-01.
+
+    Every number and the figure it comes from (``benchmarks/gfs_workload.py`` checks them on a
+    generated trace and writes ``docs/gfs-workload.md``):
+
+    - classes and rate: 138,403 "hp" and 26,635 "spot" tasks submitted 2024-04-01 to 06-30
+      (Table 3; 91 days): ``jobs_per_day`` = 165,038 / 91, so ``n_jobs`` 165,038 is the paper's
+      three months and fewer jobs keep the rate over a shorter window (20,000 jobs = 11.0 days).
+      ``spot_scale`` 1 / 2 / 4 multiplies the spot jobs over the same window: the low / medium /
+      high spot workloads of §4.1 ("Workloads").
+    - GPUs per pod <1 / 1 / 2 / 4 / 8: HP 0.11 / 55.11 / 13.37 / 7.53 / 23.69 %, spot 0.82 / 67.35 /
+      5.67 / 12.00 / 14.04 % of tasks (Table 3; renormalised, the rows sum to 99.81 and 99.88 %);
+      "<1" is half a card (the value is not published).
+    - gang tasks (2+ pods, all-or-nothing): 8.66 % of HP and 27.26 % of spot tasks (Table 3). Gang
+      pods take whole GPUs, so the non-gang mix carries the "<1" share (:func:`solo_mix`) and the
+      all-task mix stays Table 3's. Pods per gang task are not published: we take 2, 4, 8 or 16
+      pods, each doubling half as frequent (8 : 4 : 2 : 1, mean 4.27), independent of the pod's
+      GPUs. Data-parallel replicas come in powers of two; with this law each gang size holds the
+      same share of gang GPU time, and the largest gang (16 x 8 = 128 GPUs) fits in 16 of the 287
+      nodes. The HP load this implies is measured in ``docs/gfs-workload.md``.
+    - HP work: the lognormal with mean 17,748.7 s and p99 29,304.5 s (log-sd 0.227). HP tasks are
+      never evicted, so their work is JCT - JQT: Table 5(a), GFS row, 17,777.1 - 28.4 s; the p99 is
+      the HP JCT-p99 of GFS and Lyra (queueing at the tail is not published and is ignored).
+    - spot work: mean 10,115.7 s = Table 5(a) GFS spot JCT 10,438.7 - JQT 323.0 s (eviction rate
+      0.74 %, so redone work is neglected); the spread is not published and is taken equal to
+      HP's (log-sd 0.227).
+    - organisations: the four of Observation 2 (§2, Figure 4) that share the A100 GPUs, equal
+      job shares (not published). All peak from 10:00 to 24:00: a two-level daily intensity whose
+      peak/off-peak ratio is each organisation's max/min GPU demand in Figure 4 (orgA 86 / 74, orgB
+      90 / 67; with 5 h tasks, shorter than either phase, occupancy follows the arrival rate, so the
+      demand range bounds the arrival ratio). orgC has the 35.7 % weekend drop (weekend factor
+      0.643); orgA has none. orgC's and orgD's daily ratio, and orgB's and orgD's weekend, are not
+      published: the mean of orgA and orgB's ratios, and no weekend drop.
+    - checkpoints: the paper gives no interval, so ``checkpoint_interval_s`` is left empty and the
+      engine's ``--checkpoint-every`` (default 1,800 s) applies.
+    - one GPU type (``A100-SXM4-80GB``, the GFS inventory's name); 16 CPUs per GPU (an A100 node's
+      128 vCPUs / 8) and 5 users with 3 name templates per organisation are assumptions; durations
+      do not depend on the template or the GPU count (nothing published). Final state "unknown".
+    """
+
+    name: str = "gfs-a100"
+    origin: str = "2024-04-01"
+    cluster_gpus: int = 2296
+    jobs_per_day: float | None = sum(GFS_A100_TASKS.values()) / GFS_A100_DAYS
+    classes: tuple[JobClass, ...] = (
+        JobClass(
+            name="hp",
+            share=GFS_A100_TASKS["hp"] / sum(GFS_A100_TASKS.values()),
+            gpu_values=_POD_GPUS,
+            gpu_probs=normalised(_HP_POD_PCT),
+            solo_gpu_probs=solo_mix(_POD_GPUS, normalised(_HP_POD_PCT), _HP_GANG),
+            per_worker=True,
+            gang_share=_HP_GANG,
+            worker_values=_GANG_PODS,
+            worker_probs=_GANG_POD_PROBS,
+            duration=_HP_WORK,
+        ),
+        JobClass(
+            name="spot",
+            share=GFS_A100_TASKS["spot"] / sum(GFS_A100_TASKS.values()),
+            gpu_values=_POD_GPUS,
+            gpu_probs=normalised(_SPOT_POD_PCT),
+            solo_gpu_probs=solo_mix(_POD_GPUS, normalised(_SPOT_POD_PCT), _SPOT_GANG),
+            per_worker=True,
+            gang_share=_SPOT_GANG,
+            worker_values=_GANG_PODS,
+            worker_probs=_GANG_POD_PROBS,
+            duration=lognormal_mean_sigma(_SPOT_JCT - _SPOT_JQT, _HP_WORK.sigmas[0]),
+        ),
+    )
+    duration: LognormalMix = _HP_WORK
+    max_duration_s: float = 7 * 86400.0
+    tenants: tuple[str, ...] = ("orgA", "orgB", "orgC", "orgD")
+    tenant_weights: tuple[float, ...] = (0.25, 0.25, 0.25, 0.25)
+    # The shared daily shape and random per-tenant variations of the base profile are not used:
+    # ``tenant_patterns`` builds each organisation's week from the three fields below.
+    hourly: tuple[float, ...] = (1.0,) * 24
+    weekend_factor: float = 1.0
+    tenant_phase_sd_h: float = 0.0
+    tenant_amplitude: tuple[float, float] = (1.0, 1.0)
+    tenant_weekend: tuple[float, float] | None = None
+    peak_hours: tuple[int, int] = (10, 24)  # Observation 2: every organisation peaks from 10:00 to 24:00
+    org_peak_ratio: tuple[float, ...] = (86 / 74, 90 / 67, (86 / 74 + 90 / 67) / 2, (86 / 74 + 90 / 67) / 2)
+    org_weekend: tuple[float, ...] = (1.0, 1.0, 1 - 0.357, 1.0)
+    users_per_tenant: int = 5
+    templates_per_user: int = 3
+    template_sigma: float = 0.0
+    gpu_types: tuple[str, ...] = (GFS_A100_GPU,)
+    gpu_type_weights: tuple[float, ...] = (1.0,)
+    gpu_type_max_per_worker: tuple[float, ...] = (8.0,)
+    gpu_type_total: tuple[float, ...] = (2296.0,)
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        n_t = len(self.tenants)
+        if len(self.org_peak_ratio) != n_t or len(self.org_weekend) != n_t:
+            raise ConfigError(f"profile {self.name!r}: org_peak_ratio and org_weekend need one value per tenant")
+        if min(self.org_peak_ratio) <= 0 or min(self.org_weekend) <= 0:
+            raise ConfigError(f"profile {self.name!r}: org_peak_ratio and org_weekend must be positive")
+        start, end = self.peak_hours
+        if not 0 <= start < end <= 24:
+            raise ConfigError(f"profile {self.name!r}: peak_hours must be (start, end) with 0 <= start < end <= 24")
+
+    def tenant_patterns(self, rng: np.random.Generator, origin: pd.Timestamp) -> np.ndarray:
+        """Each organisation's two-level day (``org_peak_ratio`` inside ``peak_hours``) times its
+        weekend factor on Saturday and Sunday; deterministic (``rng`` is not used)."""
+        if origin != origin.floor("h"):
+            raise ConfigError(f"profile {self.name!r}: origin must fall on a whole hour (got {self.origin})")
+        hours = np.arange(WEEK_H) + origin.day_of_week * 24 + origin.hour  # hours since a Monday 00:00
+        start, end = self.peak_hours
+        peak = ((hours % 24) >= start) & ((hours % 24) < end)
+        weekend = (hours % WEEK_H) >= 120
+        ratio = np.asarray(self.org_peak_ratio)[:, None]
+        weekend_factor = np.asarray(self.org_weekend)[:, None]
+        rate = np.where(peak[None, :], ratio, 1.0) * np.where(weekend[None, :], weekend_factor, 1.0)
+        return rate / rate.mean(axis=1, keepdims=True)
 
 
 PROFILES: Mapping[str, Profile] = MappingProxyType(
@@ -381,6 +578,7 @@ PROFILES: Mapping[str, Profile] = MappingProxyType(
         "helios": VenusProfile(),
         "philly": PhillyProfile(),
         "gfs": GfsProfile(),
+        "gfs-a100": GfsA100Profile(),
     }
 )
 
@@ -397,16 +595,21 @@ def generate(
     """Generate ``n_jobs`` jobs of a named profile; the same arguments give the same frame.
 
     ``cluster_gpus`` and ``load`` set the target offered load; ``overrides`` replace any other
-    profile field (e.g. ``spot_scale=2`` for ``gfs``). For ``gfs`` ``n_jobs`` counts the jobs at
-    ``spot_scale`` 1. Job ids are ``"<profile>-<i>"`` in submit order.
+    profile field (e.g. ``spot_scale=2`` for ``gfs``). For ``gfs`` and ``gfs-a100`` ``n_jobs``
+    counts the jobs at ``spot_scale`` 1. A profile with ``jobs_per_day`` (``gfs-a100``) has a
+    fixed arrival rate instead of a target load: its window is ``n_jobs / jobs_per_day`` days and
+    ``load`` is refused. Job ids are ``"<profile>-<i>"`` in submit order.
     """
     params = _resolve(profile, cluster_gpus, load, overrides)
     if n_jobs < 1:
         raise ConfigError(f"n_jobs must be at least 1 (got {n_jobs})")
+    if params.jobs_per_day is not None and load is not None:
+        raise ConfigError(f"profile {profile!r} has a fixed arrival rate ({params.jobs_per_day:,.1f} jobs a day); "
+                          "a target load does not apply (scale the arrivals instead)")  # fmt: skip
     rng = np.random.default_rng(seed)
     shared_rng, *class_rngs = rng.spawn(1 + len(params.classes))
     origin = pd.Timestamp(params.origin)
-    patterns = _tenant_patterns(shared_rng, params, origin)
+    patterns = params.tenant_patterns(shared_rng, origin)
     n_keys = _n_template_keys(params)
     templates = (
         shared_rng.normal(0.0, params.template_sigma, n_keys),
@@ -416,8 +619,12 @@ def generate(
     parts = [
         _class_jobs(r, params, ci, k, templates) for ci, (r, k) in enumerate(zip(class_rngs, counts))
     ]
-    base_work = sum(w * float(np.sum(p["num_gpus"] * p["duration_s"])) for w, p in zip(params.load_weights(), parts))
-    span_s = base_work / (params.load * params.cluster_gpus)
+    if params.jobs_per_day is not None:
+        span_s = n_jobs / params.jobs_per_day * DAY_S
+    else:
+        weights = params.load_weights()
+        base_work = sum(w * float(np.sum(p["num_gpus"] * p["duration_s"])) for w, p in zip(weights, parts))
+        span_s = base_work / (params.load * params.cluster_gpus)
     for r, p in zip(class_rngs, parts):
         p["submit_s"] = _arrival_times(r, p["tenant"], patterns, span_s)
     jobs = {key: np.concatenate([p[key] for p in parts]) for key in parts[0]}
@@ -470,8 +677,9 @@ def _class_jobs(
     template = _categorical(rng, _zipf(p.templates_per_user, 1.0), n)
     key = _template_key(p, user, template, num_gpus)
     effect, preferred = templates
-    comp = np.where(rng.random(n) < p.template_affinity, preferred[key], _categorical(rng, p.duration.weights, n))
-    base = p.duration.sample(rng, comp) * np.exp(effect[key])
+    mix = jc.duration or p.duration
+    comp = np.where(rng.random(n) < p.template_affinity, preferred[key], _categorical(rng, mix.weights, n))
+    base = mix.sample(rng, comp) * np.exp(effect[key])
     duration = np.clip(base * np.maximum(num_gpus, 1.0) ** p.size_exponent, p.min_duration_s, p.max_duration_s)
     return {
         "tenant": tenant,
@@ -519,7 +727,8 @@ def _shapes(rng: np.random.Generator, p: Profile, jc: JobClass, n: int) -> tuple
         for is_gang in (False, True):
             rows = np.flatnonzero((node_max == limit) & (gang == is_gang))
             allowed = (values <= limit) & ((values >= 1.0) | (not is_gang))
-            probs = np.where(allowed, jc.gpu_probs, 0.0)
+            mix = jc.gpu_probs if is_gang or jc.solo_gpu_probs is None else jc.solo_gpu_probs
+            probs = np.where(allowed, mix, 0.0)
             if rows.size and probs.sum() == 0:
                 raise ConfigError(f"class {jc.name!r}: no GPUs-per-worker value fits nodes of {limit:g} GPUs")
             if rows.size:

@@ -276,3 +276,11 @@ def test_gfs_end_to_end_on_a_small_gfs_cluster() -> None:
     assert all(0 < rate <= 1 for rate in summary["gpu_alloc_rate_by_model"].values())
     block = summary["gfs"]
     assert block["decisions"] > 0 and block["decision_ms_p99"] >= block["decision_ms_mean"] > 0
+
+
+def test_bound_calibration_compares_the_bound_with_the_peak_over_the_next_h() -> None:
+    policy = build_gfs("gfs-e", {"guarantee_h": 600 / 3600})  # H = 2 quota updates of 300 s
+    levels, bounds = [10.0, 20.0, 5.0, 5.0], [20.0, 15.0, 10.0, 4.0]
+    policy.bound_trace = [(300.0 * i, "A", b, x) for i, (b, x) in enumerate(zip(bounds, levels))]
+    # peaks over [t, t + H]: 20, 20, 5, 5; covered: yes, no, yes, no; ratios 1, 0.75, 2, 0.8
+    assert policy.bound_calibration() == pytest.approx({"bound_coverage": 0.5, "bound_over_peak": 1.1375})

@@ -96,6 +96,7 @@ class GFS(Policy):
         self.violations: dict[int, int] = {}
         self.decision_s = array("d")
         self.eta_trace: list[tuple[float, str, float]] = []
+        self.bound_trace: list[tuple[float, str, float, float]] = []  # (time, model, eq. 9 demand bound, HP GPUs in use)
         self.next_eta_s = 0.0
         self.book: NodeBook | None = None
         self.first_arrival: float | None = None
@@ -149,6 +150,10 @@ class GFS(Policy):
             self._feedback(ctx, capacity)
             self.next_eta_s = now + self.guarantee_s
         bounds = self.forecaster.model_bounds(self.sqa.guarantee_rate, self.sqa.guarantee_h)
+        in_use = dict.fromkeys(capacity, 0.0)
+        for (model, _org), level in self.hp_demand.items():
+            in_use[model] = in_use.get(model, 0.0) + level
+        self.bound_trace.extend((now, m, bounds.get(m, 0.0), in_use[m]) for m in capacity)
         idle = dict.fromkeys(capacity, 0.0)
         for g in state.groups:
             idle[g.gpu_type] += g.free_total
@@ -265,10 +270,29 @@ class GFS(Policy):
         self._enqueue(victim)
 
     # ----- report ----------------------------------------------------------------------------
+    def bound_calibration(self) -> dict[str, float | None]:
+        """How the eq. 9 demand bound compared with the HP GPUs then in use over the next
+        ``H`` (sampled at each quota update): the share of updates whose bound covered that
+        peak (the target is ``p``) and the mean bound / peak ratio."""
+        frame = pd.DataFrame(self.bound_trace, columns=["t", "model", "bound", "level"])
+        covered, ratio = [], []
+        steps = max(1, int(round(self.guarantee_s / self.sqa.update_s)))
+        for _, g in frame.groupby("model"):
+            level = g["level"].to_numpy()
+            ahead = pd.Series(level[::-1]).rolling(steps + 1, min_periods=1).max().to_numpy()[::-1]
+            bound = g["bound"].to_numpy()
+            keep = ahead > 0
+            covered.append(bound[keep] >= ahead[keep])
+            ratio.append(bound[keep] / ahead[keep])
+        if not covered or not np.concatenate(covered).size:
+            return {"bound_coverage": None, "bound_over_peak": None}
+        return {"bound_coverage": float(np.concatenate(covered).mean()), "bound_over_peak": float(np.concatenate(ratio).mean())}
+
     def report(self, jobs: pd.DataFrame) -> dict[str, Any]:
         """``{"gfs": ...}``: SLO violations of spot jobs (evictions inside the guarantee),
-        evictions, the final and extreme ``eta``, the decision time per task and the
-        forecaster's ``stats`` if it has any (OrgLinear: trainings and their time)."""
+        evictions, the final and extreme ``eta``, the demand bound's calibration
+        (:meth:`bound_calibration`), the decision time per task and the forecaster's
+        ``stats`` if it has any (OrgLinear: trainings and their time)."""
         spot = jobs["priority_class"].to_numpy() == SPOT
         started = int(np.isfinite(jobs["first_start_s"].to_numpy(dtype=float))[spot].sum())
         decisions = np.frombuffer(self.decision_s, dtype=np.float64) * 1000.0
@@ -285,6 +309,7 @@ class GFS(Policy):
             "eta_final": {m: round(self.quota.eta_of(m), 4) for m in sorted(self.quota.eta)},
             "eta_min": min(etas, default=None),
             "eta_max": max(etas, default=None),
+            **self.bound_calibration(),
             "decisions": len(decisions),
             "decision_ms_mean": float(decisions.mean()) if decisions.size else None,
             "decision_ms_p99": float(np.percentile(decisions, 99)) if decisions.size else None,

@@ -1,0 +1,186 @@
+"""GFS's simulation study (Duan et al., ASPLOS '26, arXiv 2509.11134, §4.1 and §4.4-4.6) on the
+paper's setup, our figures beside the paper's: Tables 5, 6, 8, 9 and 10.
+
+Setup as §4.1: the ``gfs-a100`` cluster (287 nodes x 8 A100 = 2,296 GPUs) and the
+``gfs-a100`` synthetic workload calibrated to Table 3 (see ``docs/gfs-workload.md``); spot
+workloads x1, x2, x4 (§4.1 "Workloads"); Tables 6, 8-10 at the medium spot workload (x2), as
+their GFS rows (equal to Table 5b's) show. Metrics of §4.2 per class over every job of the run:
+mean JCT, JCT-p99 (HP), mean JQT (all queueing segments, re-queues after evictions included)
+and the spot eviction rate (evictions / runs).
+
+    python benchmarks/gfs_paper.py table5 --jobs 40000 --seeds 0,1
+    python benchmarks/gfs_paper.py all --jobs 40000 --seeds 0,1 --write-doc docs/gfs.md
+
+``--write-doc`` replaces each table's block between ``<!-- gfs-paper:NAME -->`` and
+``<!-- /gfs-paper:NAME -->`` in the given Markdown file with the printed table.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import time
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from schedlab.experiments.run import RunSpec, WorkloadSpec, simulate_run
+
+BASELINES = ("yarn-cs-preempt", "chronus", "lyra", "fgd")
+ABLATIONS = ("gfs-e", "gfs-d", "gfs-s", "gfs-p", "gfs-sp", "gfs")
+# Columns: HP JCT-p99, HP JCT, HP JQT, spot JCT, spot JQT (seconds), spot eviction rate (%).
+COLUMNS = ("hp JCT-p99 s", "hp JCT s", "hp JQT s", "spot JCT s", "spot JQT s", "spot e %")
+PAPER_TABLE5 = {
+    1: {"yarn-cs-preempt": (29308.5, 17865.9, 77.4, 13287.4, 3110.2, 2.32),
+        "chronus": (32580.0, 19925.8, 71.4, 12068.2, 724.7, None),
+        "lyra": (29304.5, 17863.5, 114.9, 12473.2, 2360.9, 1.30),
+        "fgd": (29308.5, 17905.3, 116.8, 15680.9, 4887.7, 17.32),
+        "gfs": (29304.5, 17777.1, 28.4, 10438.7, 323.0, 0.74)},
+    2: {"yarn-cs-preempt": (29308.5, 17891.5, 102.9, 15866.3, 5087.4, 16.74),
+        "chronus": (32580.0, 19930.0, 76.0, 12538.4, 1211.7, None),
+        "lyra": (29304.5, 17862.3, 113.7, 15107.9, 5016.8, 1.78),
+        "fgd": (29308.5, 17900.0, 111.5, 16168.0, 5450.5, 15.36),
+        "gfs": (29304.5, 17776.7, 27.7, 10715.3, 575.4, 1.21)},
+    4: {"yarn-cs-preempt": (29308.5, 17892.3, 103.9, 17221.1, 6494.5, 14.94),
+        "chronus": (32580.0, 20084.3, 230.7, 15373.0, 4039.2, None),
+        "lyra": (29304.5, 17867.8, 119.1, 21123.7, 11026.5, 1.63),
+        "fgd": (29308.5, 17901.0, 112.5, 20741.3, 10110.6, 12.99),
+        "gfs": (29304.5, 17780.3, 30.3, 13117.1, 2901.0, 1.24)},
+}  # fmt: skip
+# Tables 6 and 8-10 give no JCT-p99.
+PAPER_TABLE6 = {1: (None, 17776.7, 27.7, 10715.3, 575.4, 1.21), 2: (None, 17776.9, 28.4, 10619.0, 506.6, 1.29),
+                4: (None, 17776.9, 28.4, 13252.8, 3145.6, 1.16)}  # fmt: skip
+PAPER_ABLATION = {"gfs-e": (None, 17776.2, 27.4, 20687.1, 10502.4, 8.08),
+                  "gfs-d": (None, 17776.6, 27.6, 12304.7, 2174.3, 1.73),
+                  "gfs-s": (None, 17776.8, 27.7, 12369.7, 2237.7, 1.79),
+                  "gfs-p": (None, 17776.2, 27.3, 12471.0, 2259.7, 2.95),
+                  "gfs-sp": (None, 17778.1, 29.3, 14010.5, 3811.5, 2.64),
+                  "gfs": (None, 17776.7, 27.7, 10715.3, 575.4, 1.21)}  # fmt: skip
+
+
+@dataclass(frozen=True)
+class Cell:
+    """One row of a table: its label, policy, spot scale, policy parameters and paper values."""
+
+    label: str
+    policy: str
+    spot_scale: float
+    paper: tuple[float | None, ...]
+    params: dict[str, Any] = field(default_factory=dict)
+
+
+def cells(table: str) -> list[Cell]:
+    if table == "table5":
+        return [Cell(f"x{k} {p}", p, k, PAPER_TABLE5[k][p]) for k in (1, 2, 4) for p in (*BASELINES, "gfs")]
+    if table == "table6":
+        return [Cell(f"H={h} h", "gfs", 2, PAPER_TABLE6[h], {"guarantee_h": float(h)}) for h in (1, 2, 4)]
+    if table == "ablation":
+        return [Cell(p, p, 2, PAPER_ABLATION[p]) for p in ABLATIONS]
+    raise SystemExit(f"unknown table {table!r}")
+
+
+def run_cell(cell: Cell, jobs: int, seed: int) -> dict[str, Any]:
+    """One simulation of ``cell``: the per-class metrics of every job of the run."""
+    wspec = WorkloadSpec(synthetic="gfs-a100", jobs=jobs, seed=seed, options={"spot_scale": float(cell.spot_scale)})
+    summary = simulate_run(RunSpec(wspec, "gfs-a100", cell.policy, seed=seed, params=cell.params), None)
+    hp, spot = summary["classes"]["hp"], summary["classes"]["spot"]
+    e = spot.get("eviction_rate")
+    values = (hp["jct_p99_s"], hp["jct_mean_s"], hp["queue_mean_s"], spot["jct_mean_s"], spot["queue_mean_s"],
+              None if e is None or cell.policy == "chronus" else 100.0 * e)  # fmt: skip
+    return {"values": values, "wall_s": summary["sim_wall_s"], "alloc": summary.get("gpu_alloc_rate")}
+
+
+def _mean_std(samples: list[float | None]) -> tuple[float, float] | None:
+    xs = [x for x in samples if x is not None]
+    return (float(np.mean(xs)), float(np.std(xs))) if xs else None
+
+
+def _fmt(stat: tuple[float, float] | None, n: int, digits: int) -> str:
+    if stat is None:
+        return "-"
+    mean, std = stat
+    return f"{mean:,.{digits}f}" + (f" ± {std:,.{digits}f}" if n > 1 else "")
+
+
+def render(rows: list[tuple[Cell, list[dict[str, Any]]]]) -> str:
+    """Markdown: per column, ours (mean ± std over seeds) and the paper's value."""
+    head = ["run"] + [f"{c} (ours / paper)" for c in COLUMNS] + ["GPU alloc", "wall s"]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for cell, runs in rows:
+        out = [cell.label]
+        for i, _ in enumerate(COLUMNS):
+            digits = 2 if i == 5 else 0
+            ours = _fmt(_mean_std([r["values"][i] for r in runs]), len(runs), digits)
+            paper = "-" if cell.paper[i] is None else f"{cell.paper[i]:,.{digits}f}"
+            out.append(f"{ours} / {paper}")
+        out.append(_fmt(_mean_std([r["alloc"] for r in runs]), len(runs), 3))
+        out.append(f"{np.mean([r['wall_s'] for r in runs]):.0f}")
+        lines.append("| " + " | ".join(out) + " |")
+    return "\n".join(lines)
+
+
+def directions(table: str, rows: list[tuple[Cell, list[dict[str, Any]]]]) -> str:
+    """The paper's claims for ``table``, each with whether our means agree."""
+    mean = {c.label: [(_mean_std([r["values"][i] for r in runs]) or (None,))[0] for i in range(6)] for c, runs in rows}
+    claims: list[tuple[str, bool]] = []
+    if table == "table5":
+        for k in (1, 2, 4):
+            g = mean[f"x{k} gfs"]
+            for b in BASELINES:
+                o = mean[f"x{k} {b}"]
+                claims.append((f"x{k}: gfs spot JQT < {b}", g[4] < o[4]))
+                if o[5] is not None:
+                    claims.append((f"x{k}: gfs spot eviction rate < {b}", g[5] < o[5]))
+            claims.append((f"x{k}: gfs HP JQT <= yarn-cs-preempt", g[2] <= mean[f"x{k} yarn-cs-preempt"][2]))
+    elif table == "table6":
+        claims.append(("H=4 h: spot JQT above H=1 h and H=2 h", mean["H=4 h"][4] > max(mean["H=1 h"][4], mean["H=2 h"][4])))
+    else:
+        g = mean["gfs"]
+        for ablation in ABLATIONS[:-1]:
+            a = mean[ablation]
+            claims.append((f"{ablation}: spot JCT above gfs", a[3] > g[3]))
+            claims.append((f"{ablation}: spot JQT above gfs", a[4] > g[4]))
+            claims.append((f"{ablation}: spot eviction rate above gfs", a[5] > g[5]))
+    agree = sum(ok for _, ok in claims)
+    body = "\n".join(f"- {'agrees' if ok else '**disagrees**'}: {text}" for text, ok in claims)
+    return f"Directions: {agree} of {len(claims)} agree with the paper.\n\n{body}"
+
+
+def write_block(doc: Path, name: str, text: str) -> None:
+    """Replace the block ``<!-- gfs-paper:name -->`` ... ``<!-- /gfs-paper:name -->`` of ``doc``."""
+    source = doc.read_text()
+    pattern = re.compile(rf"(<!-- gfs-paper:{name} -->\n).*?(<!-- /gfs-paper:{name} -->)", re.S)
+    if not pattern.search(source):
+        raise SystemExit(f"{doc}: no block <!-- gfs-paper:{name} --> ... <!-- /gfs-paper:{name} -->")
+    doc.write_text(pattern.sub(lambda m: m.group(1) + text + "\n" + m.group(2), source))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("table", choices=("table5", "table6", "ablation", "all"))
+    parser.add_argument("--jobs", type=int, default=40000, help="gfs-a100 jobs at spot scale 1 (Table 3: 165,038)")
+    parser.add_argument("--seeds", default="0", help="comma-separated seeds; tables show mean ± std")
+    parser.add_argument("--processes", type=int, default=os.cpu_count() or 1)
+    parser.add_argument("--write-doc", type=Path, default=None, help="Markdown file whose gfs-paper blocks to rewrite")
+    args = parser.parse_args()
+    seeds = [int(s) for s in args.seeds.split(",")]
+    for name in ("table5", "table6", "ablation") if args.table == "all" else (args.table,):
+        todo = cells(name)
+        t0 = time.perf_counter()
+        with ProcessPoolExecutor(max_workers=args.processes) as pool:
+            futures = {(c.label, s): pool.submit(run_cell, c, args.jobs, s) for c in todo for s in seeds}
+            rows = [(c, [futures[c.label, s].result() for s in seeds]) for c in todo]
+        title = (f"`python benchmarks/gfs_paper.py {name} --jobs {args.jobs} --seeds {args.seeds}` "
+                 f"({time.perf_counter() - t0:.0f} s wall with {args.processes} processes)")  # fmt: skip
+        text = f"{title}\n\n{render(rows)}\n\n{directions(name, rows)}\n"
+        print(f"## {name}\n\n{text}", flush=True)
+        if args.write_doc is not None:
+            write_block(args.write_doc, name, text)
+
+
+if __name__ == "__main__":
+    main()

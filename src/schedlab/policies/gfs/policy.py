@@ -273,9 +273,9 @@ class GFS(Policy):
     def bound_calibration(self) -> dict[str, float | None]:
         """How the eq. 9 demand bound compared with the HP GPUs then in use over the next
         ``H`` (sampled at each quota update): the share of updates whose bound covered that
-        peak (the target is ``p``) and the mean bound / peak ratio."""
+        peak (the target is ``p``) and the mean bound over the mean peak."""
         frame = pd.DataFrame(self.bound_trace, columns=["t", "model", "bound", "level"])
-        covered, ratio = [], []
+        covered, bounds, peaks = [], [], []
         steps = max(1, int(round(self.guarantee_s / self.sqa.update_s)))
         for _, g in frame.groupby("model"):
             level = g["level"].to_numpy()
@@ -283,10 +283,12 @@ class GFS(Policy):
             bound = g["bound"].to_numpy()
             keep = ahead > 0
             covered.append(bound[keep] >= ahead[keep])
-            ratio.append(bound[keep] / ahead[keep])
+            bounds.append(bound[keep])
+            peaks.append(ahead[keep])
         if not covered or not np.concatenate(covered).size:
             return {"bound_coverage": None, "bound_over_peak": None}
-        return {"bound_coverage": float(np.concatenate(covered).mean()), "bound_over_peak": float(np.concatenate(ratio).mean())}
+        ratio = np.concatenate(bounds).mean() / np.concatenate(peaks).mean()
+        return {"bound_coverage": float(np.concatenate(covered).mean()), "bound_over_peak": float(ratio)}
 
     def report(self, jobs: pd.DataFrame) -> dict[str, Any]:
         """``{"gfs": ...}``: SLO violations of spot jobs (evictions inside the guarantee),

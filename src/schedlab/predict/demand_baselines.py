@@ -6,7 +6,8 @@ the forecast of the ``horizon`` hours after position ``end`` as a :class:`Quanti
   future hour gets the organisation's peak demand of the previous 168 hours.
 * :class:`SeasonalNaive`: the value one season (default one week) before each future hour.
 * :class:`DLinear`: a DLinear-style point model (moving-average decomposition with edge
-  replication, one linear layer per part, MSE), shared by all organisations, with the same
+  replication, one linear layer per part, MSE; ``epochs`` or at least ``min_steps`` Adam
+  steps), shared by all organisations, with the same
   per-organisation scaling and window-level normalisation as OrgLinear so that the two differ
   only in what the paper adds (reflection padding, embeddings, attention, variance head).
 * :class:`LightGBMQuantile`: gradient-boosted quantile regression on lags, window statistics,
@@ -14,7 +15,8 @@ the forecast of the ``horizon`` hours after position ``end`` as a :class:`Quanti
   and one at 0.5 for the point forecast.
 
 Point models (the first three) have no spread: their p-quantile forecast is the point
-forecast itself. The paper's baseline settings could not be read; these are this module's.
+forecast itself. The paper does not give its baselines' settings; these are this module's.
+The DeepAR-style baseline is in :mod:`schedlab.predict.deepar`.
 """
 
 from __future__ import annotations
@@ -29,7 +31,7 @@ from schedlab.errors import ConfigError
 from schedlab.extras import require
 from schedlab.predict.demand_series import DemandSeries, org_attributes
 from schedlab.predict.orglinear import SeriesDecomposition, window_starts
-from schedlab.predict.orglinear_net import deterministic_torch
+from schedlab.predict.orglinear_net import deterministic_torch, epochs_for
 
 lgb = require("lightgbm", "the demand-forecast baselines")
 torch = require("torch", "the demand-forecast baselines")
@@ -44,7 +46,7 @@ class QuantileForecast:
     quantiles: dict[float, np.ndarray]
 
 
-def _history(series: DemandSeries, end: int, need: int) -> np.ndarray:
+def history_before(series: DemandSeries, end: int, need: int) -> np.ndarray:
     if not need <= end <= len(series):
         raise ConfigError(f"a forecast at hour {end} needs {need} hours of history within the series")
     return series.values[:, :end]
@@ -67,7 +69,7 @@ class PreviousWeekPeak:
         """Nothing to learn."""
 
     def predict(self, series: DemandSeries, end: int, levels: tuple[float, ...]) -> QuantileForecast:
-        hist = _history(series, end, self.lookback)
+        hist = history_before(series, end, self.lookback)
         peak = hist[:, end - self.lookback :].max(axis=1, keepdims=True)
         return _point(np.repeat(peak, self.horizon, axis=1), levels)
 
@@ -85,7 +87,7 @@ class SeasonalNaive:
         """Nothing to learn."""
 
     def predict(self, series: DemandSeries, end: int, levels: tuple[float, ...]) -> QuantileForecast:
-        hist = _history(series, end, self.season)
+        hist = history_before(series, end, self.season)
         cols = end - self.season + np.arange(self.horizon) % self.season
         return _point(hist[:, cols], levels)
 
@@ -113,6 +115,7 @@ class DLinear:
     batch_size: int = 1024
     learning_rate: float = 1e-2
     stride: int = 6
+    min_steps: int = 0
     seed: int = 0
     name: str = "DLinear"
     train_seconds: float = 0.0
@@ -137,7 +140,7 @@ class DLinear:
             self.net = _DLinearNet(self.lookback, self.horizon, self.kernel)
             xt, yt = torch.tensor(x, dtype=torch.float32), torch.tensor(target, dtype=torch.float32)
             opt = torch.optim.Adam(self.net.parameters(), lr=self.learning_rate)
-            for _ in range(self.epochs):
+            for _ in range(epochs_for(len(xt), self.batch_size, self.epochs, self.min_steps)):
                 order = torch.randperm(len(xt))
                 for i in range(0, len(xt), self.batch_size):
                     b = order[i : i + self.batch_size]
@@ -150,7 +153,7 @@ class DLinear:
     def predict(self, series: DemandSeries, end: int, levels: tuple[float, ...]) -> QuantileForecast:
         if self.net is None or self.scale is None:
             raise ConfigError("DLinear is not trained")
-        hist = _history(series, end, self.lookback)
+        hist = history_before(series, end, self.lookback)
         org_idx = np.arange(hist.shape[0])
         x, level = self._windows(hist, org_idx, np.full(len(org_idx), end - self.lookback))
         with deterministic_torch(self.seed), torch.no_grad():
@@ -191,8 +194,8 @@ class LightGBMQuantile:
 
         def lag(back: int) -> np.ndarray:
             col = L - back + lead
-            ok = col < L
-            return np.where(ok, rel[rows, np.minimum(col, L - 1)], np.nan)
+            ok = (col >= 0) & (col < L)  # inside the look-back
+            return np.where(ok, rel[rows, np.clip(col, 0, L - 1)], np.nan)
 
         attrs = self.attributes.iloc[org_idx[rows]]
         frame = pd.DataFrame({
@@ -230,7 +233,7 @@ class LightGBMQuantile:
         missing = [p for p in levels if p not in self.models]
         if missing:
             raise ConfigError(f"the LightGBM model was trained for quantiles {sorted(self.models)}, not {missing}")
-        hist = _history(series, end, self.lookback)
+        hist = history_before(series, end, self.lookback)
         n = hist.shape[0]
         cal = series.calendar(series.hours_after(end, self.horizon))
         frame, level = self._features(hist, np.arange(n), np.full(n, end - self.lookback), pd.concat([cal] * n))

@@ -36,9 +36,11 @@ def _days(*spans: tuple[str, str]) -> tuple[str, ...]:
     return tuple(str(d.date()) for a, b in spans for d in pd.date_range(a, b, freq="D"))
 
 
-# Public holidays (days off). CN: State Council schedules for 2024 and 2025; US: federal holidays.
+# Public holidays (days off). CN: State Council schedules for 2020, 2024 and 2025; US: federal holidays.
 HOLIDAYS: dict[str, tuple[str, ...]] = {
     "CN": _days(
+        ("2020-01-01", "2020-01-01"), ("2020-01-24", "2020-02-02"), ("2020-04-04", "2020-04-06"),
+        ("2020-05-01", "2020-05-05"), ("2020-06-25", "2020-06-27"), ("2020-10-01", "2020-10-08"),
         ("2024-01-01", "2024-01-01"), ("2024-02-10", "2024-02-17"), ("2024-04-04", "2024-04-06"),
         ("2024-05-01", "2024-05-05"), ("2024-06-10", "2024-06-10"), ("2024-09-15", "2024-09-17"),
         ("2024-10-01", "2024-10-07"), ("2025-01-01", "2025-01-01"), ("2025-01-28", "2025-02-04"),
@@ -193,6 +195,38 @@ def from_csv(path: Path, *, country: str | None = None) -> DemandSeries:
     table = table.reindex(full).fillna(0.0)
     table.columns = [str(c) for c in table.columns]
     return DemandSeries(table.astype(float), holiday_set(country), src)
+
+
+VC_SEQUENCE = "cluster_sequence_vc.csv"
+
+
+def from_vc_sequences(folder: Path, *, country: str | None = None) -> DemandSeries:
+    """GPU demand per virtual cluster (VC) from Helios per-minute VC states: ``folder`` holds
+    one sub-folder per VC with a ``cluster_sequence_vc.csv`` (columns ``time``,
+    ``running_gpu_num``, ``pending_gpu_num``; HeliosArtifact's Earth VCs). A VC's demand in a
+    minute is the GPUs of its running and pending jobs (what it asked for, placed or not); the
+    hourly value is the mean over the hour's minutes. Each VC is an organisation."""
+    files = sorted(Path(folder).glob(f"*/{VC_SEQUENCE}"))
+    if not files:
+        raise InputError(f"no */{VC_SEQUENCE} in the folder", file=str(folder))
+    columns = {}
+    for path in files:
+        try:
+            raw = pd.read_csv(path, usecols=["time", "running_gpu_num", "pending_gpu_num"])
+        except (OSError, ValueError) as exc:
+            raise InputError(f"cannot read a VC sequence ({exc}); need columns time, running_gpu_num, pending_gpu_num",
+                             file=str(path)) from exc  # fmt: skip
+        times = pd.to_datetime(raw["time"], errors="coerce")
+        gpus = raw["running_gpu_num"] + raw["pending_gpu_num"]
+        for bad, col in ((times.isna(), "time"), (~np.isfinite(gpus) | (gpus < 0), "running_gpu_num")):
+            rows = np.flatnonzero(bad.to_numpy())
+            if rows.size:
+                raise InputError("not a date-time" if col == "time" else "not a non-negative GPU count",
+                                 file=str(path), row=int(rows[0]) + 1, field=col)  # fmt: skip
+        columns[path.parent.name] = gpus.groupby(times.dt.floor("h").to_numpy()).mean()
+    table = pd.DataFrame(columns).sort_index()
+    full = pd.date_range(table.index.min(), table.index.max(), freq="h")
+    return DemandSeries(table.reindex(full).fillna(0.0).astype(float), holiday_set(country), str(folder))
 
 
 def org_attributes(values: np.ndarray, orgs: Sequence[str], *, buckets: int = 4) -> pd.DataFrame:

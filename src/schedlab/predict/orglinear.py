@@ -1,35 +1,43 @@
 """OrgLinear, the GPU Demand Estimator (GDE) of GFS (Duan et al., ASPLOS '26, arXiv 2509.11134, §3.2).
 
-For every organisation ``o`` the GDE forecasts a Gaussian ``N(mu, sigma^2)`` of the GPUs its HP
-tasks will ask for in each of the next ``horizon`` hours from its last ``lookback`` hours; the
-spot-quota module (§3.3, eq. 9) sums a high quantile of these forecasts over organisations,
-which :meth:`OrgForecast.upper_bound` provides.
+For every organisation ``o`` the GDE forecasts a Gaussian ``N(mu, sigma^2)`` of the GPUs its
+HP tasks will ask for in each of the next ``H = horizon`` hours from its last ``L = lookback``
+hours ``chi``; the spot-quota module (§3.3, eq. 9) sums a high quantile of these forecasts,
+which :meth:`OrgForecast.upper_bound` provides. The equations, as implemented in
+:class:`schedlab.predict.orglinear_net.OrgLinearNet`:
 
-What was read and what is assumed. Only a summary of §3.2 could be read here: OrgLinear splits
-the look-back sequence ``x_o`` of an organisation into a trend and a cyclical part with a
-moving average over a reflection-padded sequence, forecasts each part with a linear layer,
-adds embeddings of the hour, the weekday and holidays and of the organisation's attributes
-(combined by attention), and outputs a mean and a softplus variance trained by the Gaussian
-negative log-likelihood. The exact form of eq. 1-8 could not be read, so this module writes
-them as follows (the numbering is ours):
+* eq. 1-2: ``chi_t = K_MA(chi)``, a moving average (odd ``kernel``) over the look-back padded
+  by reflection on both ends, so ``chi_t`` keeps length L; ``chi_c = chi - chi_t``
+  (:class:`SeriesDecomposition`).
+* eq. 3: ``c_t = Emb(hour) ⊕ Emb(weekday) ⊕ Emb(holiday)`` (concatenation, 3 x ``dim``) of the
+  timestamp of the forecast, i.e. its first future hour (the hour after the look-back). The
+  paper names one timestamp ``t``; the heads map ``c_t`` to all ``H`` hours, so an
+  origin-hour embedding can shape the whole horizon.
+* eq. 4: ``c_o`` = single-head self-attention over the embeddings of the organisation's ``j``
+  business attributes, mean-pooled (:class:`.AttributeAttention`). The paper's attributes
+  (cluster, GPU model) are not in a demand series; :func:`.org_attributes` supplies the
+  organisation's id, size bucket and variability bucket from its training demand.
+* eq. 5-6: ``y_c = W_c^T [chi_c ⊕ c_o ⊕ c_t] + b_c``, ``y_t = W_t^T [chi_t ⊕ c_o ⊕ c_t] + b_t``,
+  ``mu = y_c + y_t``.
+* eq. 7: ``h = W_v^T [chi ⊕ c_o ⊕ c_t] + b_v``, ``sigma = softplus(h)``, the standard deviation
+  (plus a floor of 0.01, see below).
+* eq. 8: printed as ``-sum log phi((y - mu) / sigma)``, which lacks the ``-log sigma`` of the
+  Gaussian density and so is minimised by ``sigma -> infinity`` (shown by a test). Training
+  uses the full Gaussian negative log-likelihood ``(y - mu)^2 / (2 sigma^2) + log sigma``
+  (:func:`.gaussian_nll`), averaged instead of summed; ``OrgLinearConfig(loss="eq8")`` trains
+  on the printed form.
 
-1. ``x_t = AvgPool_k(ReflectPad_{(k-1)/2}(x))`` (trend; ``k = kernel``, odd)
-2. ``x_c = x - x_t`` (cycle), so ``x_t + x_c = x`` exactly
-3. ``y_t = W_t x_t + b_t``, ``y_c = W_c x_c + b_c`` (two linear heads, ``lookback -> horizon``)
-4. ``e_h = E_hour[hour_h] + E_wd[weekday_h] + E_hol[holiday_h]`` for each future hour ``h``
-5. ``a_j = E_j[attr_j(o)]`` for the attributes org id, size bucket, variability bucket;
-   ``alpha = softmax(A q / sqrt(d))`` with ``q = W_q x`` and ``A = [a_1 .. a_m]``; ``a = sum_j alpha_j a_j``
-6. ``z_h = tanh(e_h + a)``
-7. ``mu_h = y_t,h + y_c,h + w_mu . z_h``; ``sigma^2_h = softplus(V |x_c| + w_s . z_h + b_s)_h + eps``
-8. loss = mean Gaussian NLL ``(log sigma^2 + (y - mu)^2 / sigma^2) / 2`` (``torch.nn.GaussianNLLLoss``)
-
-Further choices of this module, not from the paper: each window is scaled by the
-organisation's mean training demand (at least one GPU) and its own mean is subtracted before
-the network and added back after it (level normalisation, so one set of weights serves small
-and large organisations and a rising level does not bias the forecast); one model is shared
-by all organisations; training uses Adam on windows taken every ``stride`` hours.
+Not from the paper: each window is divided by the organisation's mean training demand (at
+least one GPU) and has its own mean subtracted before the network and added back after it
+(level normalisation, so one set of weights serves small and large organisations); one model
+is shared by all organisations; Adam on windows taken every ``stride`` hours, for ``epochs``
+or at least ``min_steps`` steps. For a stable NLL (with the paper's parametrisation the
+training loss reached 1e5-1e6 on the bursty synthetic organisations, whose idle all-zero
+windows push sigma to 0): sigma has a floor of 0.01 (1 % of the organisation's mean demand),
+``W_v`` starts at zero (sigma starts equal everywhere) and each step's gradient norm is
+clipped at 1.
 Training is deterministic: a forked torch RNG seeded with ``seed``, deterministic algorithms
-and a fixed thread count, restored afterwards. The network and its training are in
+and a fixed thread count, restored afterwards. The network is in
 :mod:`schedlab.predict.orglinear_net`, imported on use: torch comes with the 'forecast' extra.
 """
 
@@ -56,7 +64,7 @@ ATTRIBUTES = ("org_index", "size_bucket", "variability_bucket")
 
 
 class SeriesDecomposition:
-    """Trend = moving average of the padded sequence, cycle = input - trend (eq. 1-2).
+    """Eq. 1-2: trend = moving average of the padded sequence, cycle = input - trend.
 
     ``mode`` is "reflect" for OrgLinear; "replicate" gives DLinear's edge padding. The output
     keeps the input length; ``x`` is (batch, length) and longer than ``kernel // 2``. It has no
@@ -90,14 +98,18 @@ class OrgLinearConfig:
     learning_rate: float = 1e-2
     stride: int = 6
     threads: int = 1
+    min_steps: int = 0  # raise epochs until training takes at least this many Adam steps
+    loss: str = "nll"  # "nll": eq. 8 repaired (full Gaussian NLL); "eq8": as printed (sigma diverges)
 
     def __post_init__(self) -> None:
         if self.lookback < 2 or self.horizon < 1:
             raise ConfigError("lookback must be at least 2 hours and horizon at least 1")
         if self.kernel // 2 >= self.lookback:
             raise ConfigError(f"the moving-average kernel ({self.kernel}) must be shorter than twice the look-back")
-        if self.epochs < 1 or self.batch_size < 1 or self.stride < 1 or self.threads < 1:
-            raise ConfigError("epochs, batch_size, stride and threads must be positive")
+        if self.epochs < 1 or self.batch_size < 1 or self.stride < 1 or self.threads < 1 or self.min_steps < 0:
+            raise ConfigError("epochs, batch_size, stride and threads must be positive and min_steps not negative")
+        if self.loss not in ("nll", "eq8"):
+            raise ConfigError(f"OrgLinear loss must be 'nll' or 'eq8' (got {self.loss!r})")
 
 
 @dataclass(frozen=True)
@@ -161,8 +173,7 @@ class OrgLinear:
         org_idx, pos = org_idx.ravel(), pos.ravel()
         x, y, level = self._inputs(values, org_idx, pos)
         target = (y - level) / self.scale[org_idx, None]
-        future = pos[:, None] + c.lookback + np.arange(c.horizon)
-        calendar = cal[future]
+        calendar = cal[pos + c.lookback]  # eq. 3: the timestamp of the first forecast hour
         attrs = self.attributes.loc[:, list(ATTRIBUTES)].to_numpy()[org_idx]
         levels = tuple(int(self.attributes[a].max()) + 1 for a in ATTRIBUTES)
         t0 = time.perf_counter()
@@ -199,8 +210,8 @@ class OrgLinear:
         org_idx = np.arange(len(orgs))
         x, _, level = self._inputs(values, org_idx, np.full(len(orgs), end - c.lookback))
         index = series.hours_after(end, c.horizon)
-        cal = np.broadcast_to(series.calendar(index).to_numpy(), (len(orgs), c.horizon, 3))
+        cal = np.repeat(series.calendar(index[:1]).to_numpy(), len(orgs), axis=0)
         attrs = self.attributes.loc[:, list(ATTRIBUTES)].to_numpy()
-        mean, var = run_net(self.net, x, np.ascontiguousarray(cal), attrs, self.seed, c.threads)
+        mean, sigma = run_net(self.net, x, cal, attrs, self.seed, c.threads)
         s = self.scale[:, None]
-        return OrgForecast(orgs, index, mean * s + level, var * s**2)
+        return OrgForecast(orgs, index, mean * s + level, (sigma * s) ** 2)

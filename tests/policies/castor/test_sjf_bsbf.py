@@ -46,6 +46,8 @@ def test_harmful_sharing_is_refused_by_castor_but_not_by_sjf_ffs() -> None:
     assert ffs.loc["short", "first_start_s"] == pytest.approx(10.0)  # first-fit shares at once
     assert ffs.loc["short", "end_s"] == pytest.approx(10.0 + 100 * 12.0)
     assert castor["end_s"].mean() < ffs["end_s"].mean()
+    (c,) = run(12.0, "ffs")[1].colocations
+    assert not c.beneficial  # counted in the report's harmful_colocations
 
 
 def test_beneficial_sharing_starts_at_once_and_runs_at_one_over_xi() -> None:

@@ -59,6 +59,7 @@ class Colocation:
     steps: int
     solo_jct_s: float  # the job's JCT from now had it waited for the partner's GPUs
     shared_jct_s: float  # its JCT from now sharing them (the pair model, no new arrivals)
+    beneficial: bool  # Theorem 1's verdict at this batch (always true for castor)
 
     @property
     def sharing_benefit(self) -> float:
@@ -205,7 +206,8 @@ class SjfBsbf(Policy):
         t_a, i_a, xi_a, t_b, i_b, xi_b = self._pair(ctx, job, host, batch)
         solo = t_a * i_a + new.t_iter(1) * i_b
         shared = concurrent_times(t_a, i_a, xi_a, t_b, i_b, xi_b)[1]
-        self.colocations.append(Colocation(job.id, host.id, batch, steps, solo, shared))
+        beneficial = theorem1(t_a, i_a, xi_a, t_b, i_b, xi_b)[0]
+        self.colocations.append(Colocation(job.id, host.id, batch, steps, solo, shared, beneficial))
         self.settings[job.idx] = JobSetting(new.profile, new.batch, steps, new.gpus)
         ctx.colocate(job, host)
 
@@ -214,5 +216,7 @@ class SjfBsbf(Policy):
         return {"castor": {
             "colocations": len(self.colocations),
             "accumulating_jobs": sum(c.steps > 1 for c in self.colocations),
+            "harmful_colocations": sum(not c.beneficial for c in self.colocations),
             "sharing_benefit_mean": float(np.mean(benefit)) if benefit else None,
+            "sharing_benefit_p50": float(np.median(benefit)) if benefit else None,
         }}  # fmt: skip

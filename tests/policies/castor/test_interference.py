@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import pytest
 
 from schedlab.errors import InputError
@@ -12,7 +13,8 @@ from schedlab.policies.castor.interference import MeasuredXi, UtilisationXi, pai
 from schedlab.policies.castor.tree import RegressionTree
 from schedlab.sim.iteration import CATALOGUE, assign, iteration_time, t_comm
 
-HEADER = ",model1,dataset1,gpu_num1,batchsize1,amp1,speed1,model2,dataset2,gpu_num2,batchsize2,amp2,speed2,gpu_util,gmem_util,gmem\n"
+HEADER = (",model1,dataset1,gpu_num1,batchsize1,amp1,speed1,model2,dataset2,gpu_num2,batchsize2,amp2,speed2,"
+          "gpu_util,gmem_util,gmem\n")
 
 
 def test_eq3_accumulation_and_overlap_by_hand() -> None:
@@ -44,7 +46,8 @@ def test_measured_table_is_symmetric_averages_amp_and_takes_the_nearest_batch(tm
 
 def test_bad_speed_names_file_row_and_field(tmp_path: Path) -> None:
     csv = tmp_path / "colocate_info.csv"
-    csv.write_text(HEADER + "0,VGG,C,1,32,0,0.5,ResNet18,C,1,64,0,0.8,1,1,1\n1,VGG,C,1,32,0,x,ResNet18,C,1,64,0,1,1,1,1\n")
+    csv.write_text(HEADER + "0,VGG,C,1,32,0,0.5,ResNet18,C,1,64,0,0.8,1,1,1\n"
+                            "1,VGG,C,1,32,0,x,ResNet18,C,1,64,0,1,1,1,1\n")  # fmt: skip
     with pytest.raises(InputError, match=r"colocate_info.csv: row 2, field 'speed1'"):
         read_pairs(csv)
 
@@ -62,8 +65,6 @@ def test_tree_recovers_a_step_function() -> None:
 
 def test_pair_features_join_the_single_job_profiles(shared_data: Path) -> None:
     lucid = shared_data / "lucid"
-    import pandas as pd
-
     pairs = read_pairs(lucid / "data" / "colocate_info.csv")
     feats = pair_features(pairs, pd.read_csv(lucid / "analyzer" / "single_data.csv"))
     assert len(pairs) == 1388 and len(feats) == 1388

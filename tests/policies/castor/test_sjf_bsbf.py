@@ -3,10 +3,15 @@ waits or shares, the pair's xi sets the rates, and memory forces gradient accumu
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pandas as pd
 import pytest
 
 from schedlab.cluster.presets import uniform
+from schedlab.errors import InputError
+from schedlab.experiments.run import RunSpec, WorkloadSpec, simulate_run
+from schedlab.policies.castor.build import CastorParams, xi_sources
 from schedlab.policies.castor.sjf_bsbf import SjfBsbf
 from schedlab.policies.common.placers import Consolidate
 from schedlab.sim.engine import SimConfig, Simulation
@@ -87,3 +92,17 @@ def test_shortest_job_first_and_at_most_two_jobs_per_gpu() -> None:
     jobs, policy = run(1.25, "bsbf", rows=rows)
     assert [c.job for c in policy.colocations][0] == "short"  # ranked before "mid"
     assert jobs.loc["mid", "first_start_s"] >= jobs.loc["short", "end_s"] - 1e-9  # a third job never joins
+
+
+def test_registered_castor_runs_with_each_xi_source(shared_data: Path) -> None:
+    lucid = str(shared_data / "lucid")
+    w = WorkloadSpec(synthetic="simple", jobs=80, load=2.0, seed=1)
+    for params in ({}, {"lucid": lucid}, {"lucid": lucid, "predictor": "tree"}):
+        s = simulate_run(RunSpec(w, "uniform:2x8", "castor", seed=1, params=params), None)
+        assert s["finished"] == 80 and s["colocated_jobs"] > 0, params
+        assert s["castor"]["colocations"] * 2 >= s["colocated_jobs"] and s["castor"]["harmful_colocations"] == 0
+
+
+def test_a_missing_lucid_folder_is_a_clear_error(tmp_path: Path) -> None:
+    with pytest.raises(InputError, match="colocate_info.csv: cannot read"):
+        xi_sources(CastorParams(lucid=str(tmp_path)))

@@ -238,7 +238,7 @@ def write(text: str) -> None:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--seeds", type=int, default=5)
+    ap.add_argument("--seeds", type=int, default=3)
     ap.add_argument("--processes", type=int, default=2)
     ap.add_argument("--no-write", action="store_true", help="print the tables, leave docs/castor.md alone")
     ap.add_argument("--csv", type=Path, help="also write every run's row here")

@@ -150,6 +150,13 @@ class Checked(Policy):
         self.name = inner.name
         self.finishes: dict[str, int] = {}
 
+    @property
+    def jobs_per_gpu(self) -> int:
+        return self.inner.jobs_per_gpu
+
+    def perf_model(self, cluster, config):
+        return self.inner.perf_model(cluster, config)
+
     def setup(self, ctx: Simulation) -> None:
         self.inner.setup(ctx)
 

@@ -27,7 +27,7 @@ from collections import deque
 from dataclasses import dataclass, field
 from pathlib import Path
 from collections.abc import Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
@@ -38,6 +38,11 @@ from schedlab.extras import require
 from schedlab.sim.policy import Context, Policy
 from schedlab.predict.node_demand import ForecastConfig, NodeDemandForecaster, smape
 from schedlab.sim.job import PENDING, Job
+
+if TYPE_CHECKING:
+    from schedlab.cluster.spec import ClusterSpec
+    from schedlab.sim.engine import SimConfig
+    from schedlab.sim.perf import PerfModel
 
 DEFAULT_ORIGIN = "2020-01-06"  # a Monday: calendar features for workloads without dates
 
@@ -96,6 +101,13 @@ class CESPolicy(Policy):
         if name == "inner":
             raise AttributeError(name)
         return getattr(self.inner, name)
+
+    @property
+    def jobs_per_gpu(self) -> int:  # type: ignore[override]
+        return self.inner.jobs_per_gpu
+
+    def perf_model(self, cluster: ClusterSpec, config: SimConfig) -> PerfModel | None:
+        return self.inner.perf_model(cluster, config)
 
     def setup(self, ctx: Context) -> None:
         self.inner.setup(ctx)

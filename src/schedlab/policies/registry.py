@@ -16,6 +16,7 @@ import numpy as np
 import pandas as pd
 
 from schedlab.errors import ConfigError
+from schedlab.policies.castor.build import CastorParams, castor_builder, ssf
 from schedlab.policies.classic import orders
 from schedlab.policies.classic.tiresias import Tiresias, TiresiasParams
 from schedlab.policies.classic.yarn_cs import YarnCapacity, YarnParams
@@ -131,6 +132,12 @@ POLICIES: dict[str, PolicyInfo] = {
         *(PolicyInfo(name, f"GFS spot/HP scheduler (ASPLOS'26){text}; own placement (PTS)", "best-fit",
                      _gfs(name), gfs_params(name))
           for name, text in _GFS_VARIANTS),
+        PolicyInfo("castor", "SJF with best-sharing-benefit-first GPU colocation and batch scaling (Castor)",
+                   "consolidate", castor_builder("bsbf"), CastorParams),
+        PolicyInfo("sjf-ffs", "SJF that colocates first-fit whenever GPUs are short (Castor's baseline)",
+                   "consolidate", castor_builder("ffs"), CastorParams),
+        PolicyInfo("ssf", "shortest GPU service (GPUs x duration) first; non-preemptive; blocks at the head",
+                   "consolidate", _plain(ssf)),
     )
 }  # fmt: skip
 

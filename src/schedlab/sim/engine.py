@@ -124,11 +124,13 @@ class Simulation:
         perf: PerfModel | None = None,
     ) -> None:
         self.config = config or SimConfig()
+        if policy.jobs_per_gpu > cluster.max_jobs_per_gpu:
+            cluster = cluster.with_sharing(policy.jobs_per_gpu)
         self.cluster = cluster
         self.policy = policy
         self.seed = seed
         self.state = ClusterState(cluster)
-        self.perf = perf or PerfModel(
+        self.perf = perf or policy.perf_model(cluster, self.config) or PerfModel(
             cluster, cross_node_factor=self.config.cross_node_factor, colocation_factor=self.config.colocation_factor
         )
         self._workload = workload
@@ -484,7 +486,6 @@ class Simulation:
         for node, gids in job.alloc:
             for g in gids:
                 self._colocated.setdefault((node, g), [host]).append(job)
-        job.colocated = host.colocated = True
         self._begin_run(job)
         self._rerate_sharers(job)
 
@@ -502,7 +503,15 @@ class Simulation:
             others = self._sharers(j)
             base = self.perf.rate(j, j.nodes)
             self._set_rate(j, self.perf.colocated_rate(j, j.nodes, others) if others else base)
-            j.colocated = bool(others)
+            self._mark_shared(j, bool(others))
+
+    def _mark_shared(self, job: Job, shared: bool) -> None:
+        """Set ``job.colocated`` and count the wall seconds it spends sharing (``shared_s``)."""
+        if shared and not job.colocated:
+            job.shared_since = self.now
+        elif job.colocated and not shared:
+            job.shared_s += self.now - job.shared_since
+        job.colocated = shared
 
     def _leave_colocation(self, job: Job) -> None:
         partners = self._sharers(job)
@@ -513,10 +522,10 @@ class Simulation:
                     group.remove(job)
                     if len(group) < 2:
                         del self._colocated[(node, g)]
-        job.colocated = False
+        self._mark_shared(job, False)
         for other in partners:
             others = self._sharers(other)
-            other.colocated = bool(others)
+            self._mark_shared(other, bool(others))
             rate = self.perf.colocated_rate(other, other.nodes, others) if others else self.perf.rate(other, other.nodes)
             self._set_rate(other, rate)
 
@@ -565,6 +574,7 @@ class Simulation:
         for job in self.active.values():
             if job.state == PENDING:
                 job.queue_s += now - job.queued_since
+            self._mark_shared(job, False)
             self._out.store(job)
         jobs = self._out.frame(self._workload.jobs)
         meta = {

@@ -26,7 +26,8 @@ class Job:
         "gpu_type", "work", "ckpt_interval", "model", "deadline",
         "state", "alloc", "milli", "rate", "remaining", "last_update", "stall_until", "restart_cost", "version",
         "first_start", "end", "queue_s", "queued_since", "run_s", "served_s", "run_since", "preemptions",
-        "migrations", "lost_work", "gpu_seconds", "work_done", "saved_progress", "colocated", "data",
+        "migrations", "lost_work", "gpu_seconds", "work_done", "saved_progress", "colocated", "shared_s", "shared_since",
+        "data",
     )  # fmt: skip
 
     def __init__(
@@ -83,6 +84,8 @@ class Job:
         self.work_done = 0.0
         self.saved_progress = 0.0
         self.colocated = False
+        self.shared_s = 0.0  # wall seconds spent sharing a GPU with another job
+        self.shared_since = 0.0
         self.data: object = None
 
     @property

@@ -22,7 +22,9 @@ if TYPE_CHECKING:
 
     from schedlab.cluster.spec import ClusterSpec
     from schedlab.cluster.state import Group, Held
+    from schedlab.sim.engine import SimConfig
     from schedlab.sim.job import Job
+    from schedlab.sim.perf import PerfModel
 
 
 class ClusterView(Protocol):
@@ -123,6 +125,12 @@ class Policy:
     """Base class of every policy: override the callbacks you need."""
 
     name = "policy"
+    jobs_per_gpu = 1  # jobs a GPU may hold at once; above the cluster's, the run allows that sharing
+
+    def perf_model(self, cluster: ClusterSpec, config: SimConfig) -> PerfModel | None:
+        """The rates this policy's run uses (None: the engine's :class:`PerfModel` from ``config``);
+        a policy that colocates jobs may model their interference here."""
+        return None
 
     def setup(self, ctx: Context) -> None:
         """Called once before the first event."""

@@ -22,6 +22,7 @@ class JobRecorder:
         self.gpu_seconds = np.zeros(n)
         self.lost_work = np.zeros(n)
         self.work_done = np.zeros(n)
+        self.shared_s = np.zeros(n)
         self.preemptions = np.zeros(n, dtype=np.int64)
         self.migrations = np.zeros(n, dtype=np.int64)
         self.finished = np.zeros(n, dtype=bool)
@@ -35,6 +36,7 @@ class JobRecorder:
         self.gpu_seconds[i] = job.gpu_seconds
         self.lost_work[i] = job.lost_work
         self.work_done[i] = job.work_done
+        self.shared_s[i] = job.shared_s
         self.preemptions[i] = job.preemptions
         self.migrations[i] = job.migrations
         self.finished[i] = job.state == FINISHED
@@ -51,6 +53,7 @@ class JobRecorder:
         out["lost_work_s"] = self.lost_work
         out["work_done_s"] = self.work_done
         out["gpu_seconds"] = self.gpu_seconds
+        out["colocated_s"] = self.shared_s
         out["final_state"] = spec["final_state"].to_numpy()
         return out
 

@@ -40,7 +40,7 @@ if TYPE_CHECKING:
 
 # The cluster a synthetic profile runs on when none is given.
 PROFILE_CLUSTERS = {"venus": "venus", "helios": "venus", "philly": "philly", "gfs": "gfs",
-                    "simple": "uniform:8x8", "uniform": "uniform:8x8"}  # fmt: skip
+                    "simple": "uniform:8x8", "uniform": "uniform:8x8", "hadar": "hadar-60"}  # fmt: skip
 
 
 @dataclass(frozen=True)

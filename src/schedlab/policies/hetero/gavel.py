@@ -22,15 +22,19 @@ comes first), and jobs are given their whole gang on one GPU type in that order 
 each job at most once. A job chosen again on the type it holds keeps its GPUs (no
 checkpoint-restart); others are packed on the type's nodes with most free GPUs first.
 
+A job larger than every GPU type's count never runs under Gavel (it is job-level: all tasks on
+one type) and is left out of the LP; the run reports it unfinished.
+
 Cost: one LP of ``3 x jobs`` variables per round, then a sort of the pairs: O(jobs x types).
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 from scipy.optimize import linprog
-
-from dataclasses import dataclass
+from scipy.sparse import csr_matrix
 
 from schedlab.cluster.spec import ClusterSpec
 from schedlab.errors import ConfigError
@@ -55,7 +59,7 @@ def max_min_allocation(speed: np.ndarray, scale: np.ndarray, capacity: np.ndarra
     m, k = speed.shape
     equal = speed @ capacity / capacity.sum()
     if np.any(equal <= 0):
-        raise ConfigError("gavel: a job has no positive throughput on any GPU type")
+        raise ConfigError("gavel: a job has no positive throughput on any GPU type (drop it before the LP)")
     n = m * k
     c = np.zeros(n + 1)
     c[-1] = -1.0  # maximise t
@@ -72,8 +76,6 @@ def max_min_allocation(speed: np.ndarray, scale: np.ndarray, capacity: np.ndarra
         rows += [2 * m + j] * m
         cols += [i * k + j for i in range(m)]
         vals += list(scale)
-    from scipy.sparse import csr_matrix
-
     a = csr_matrix((vals, (rows, cols)), shape=(2 * m + k, n + 1))
     b = np.concatenate([np.zeros(m), np.ones(m), capacity])
     res = linprog(c, A_ub=a, b_ub=b, bounds=(0, None), method="highs")
@@ -93,6 +95,11 @@ class Gavel(RoundPolicy):
         self.table = table
         self.rounds: dict[tuple[int, str], int] = {}
         self.last_x: dict[int, dict[str, float]] = {}
+        self.fits: dict[str, int] = {}  # largest gang one GPU type can hold, by required type ("" = any)
+
+    def setup(self, ctx: Context) -> None:
+        by_type = ctx.cluster.gpus_by_type()
+        self.fits = {"": max(by_type.values()), **by_type}
 
     def allocation(self, cluster: ClusterSpec, jobs: list[Job]) -> tuple[list[str], np.ndarray]:
         """The LP's ``X`` for ``jobs`` (rows) over the cluster's types (columns)."""
@@ -109,7 +116,9 @@ class Gavel(RoundPolicy):
         return types, max_min_allocation(speed, scale, capacity)
 
     def plan(self, ctx: Context) -> dict[int, Alloc]:
-        jobs = list(ctx.active.values())
+        jobs = [j for j in ctx.active.values() if j.num_gpus <= self.fits.get(j.gpu_type or "", 0)]
+        if not jobs:
+            return {}
         types, x = self.allocation(ctx.cluster, jobs)
         self.last_x = {job.idx: dict(zip(types, row)) for job, row in zip(jobs, x)}
         pairs = []

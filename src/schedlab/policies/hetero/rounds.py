@@ -68,6 +68,8 @@ class RoundPolicy(Policy):
         target = self.plan(ctx)
         self.decision_s.append(time.perf_counter() - t0)
         self.apply(ctx, target)
+        if not target:  # nothing can run: the next arrival starts the next round
+            return
         self.next_round = ctx.now + self.round_s
         ctx.set_timer(self.next_round, "round")
 

@@ -25,7 +25,7 @@ checkpoint-restart); others are packed on the type's nodes with most free GPUs f
 A job larger than every GPU type's count never runs under Gavel (it is job-level: all tasks on
 one type) and is left out of the LP; the run reports it unfinished.
 
-Cost: one LP of ``3 x jobs`` variables per round, then a sort of the pairs: O(jobs x types).
+Cost: one LP of ``3 x jobs`` variables whenever the set of jobs changes (as Gavel), then a sort of the pairs: O(jobs x types).
 """
 
 from __future__ import annotations
@@ -95,6 +95,9 @@ class Gavel(RoundPolicy):
         self.table = table
         self.rounds: dict[tuple[int, str], int] = {}
         self.last_x: dict[int, dict[str, float]] = {}
+        self._solved_for: tuple[int, ...] = ()
+        self._x: tuple[list[str], np.ndarray] = ([], np.zeros((0, 0)))
+        self.lp_solves = 0
         self.fits: dict[str, int] = {}  # largest gang one GPU type can hold, by required type ("" = any)
 
     def setup(self, ctx: Context) -> None:
@@ -119,8 +122,13 @@ class Gavel(RoundPolicy):
         jobs = [j for j in ctx.active.values() if j.num_gpus <= self.fits.get(j.gpu_type or "", 0)]
         if not jobs:
             return {}
-        types, x = self.allocation(ctx.cluster, jobs)
-        self.last_x = {job.idx: dict(zip(types, row)) for job, row in zip(jobs, x)}
+        key = tuple(j.idx for j in jobs)
+        if key != self._solved_for:  # Gavel recomputes X when jobs arrive or finish
+            types, x = self.allocation(ctx.cluster, jobs)
+            self._solved_for, self._x = key, (types, x)
+            self.last_x = {job.idx: dict(zip(types, row)) for job, row in zip(jobs, x)}
+            self.lp_solves += 1
+        types, x = self._x
         pairs = []
         for i, job in enumerate(jobs):
             for j, t in enumerate(types):
@@ -155,6 +163,10 @@ class Gavel(RoundPolicy):
             if idx in target:
                 self.rounds[(idx, t)] = self.rounds.get((idx, t), 0) + 1
         return target
+
+
+    def report(self, jobs) -> dict:
+        return {**super().report(jobs), "lp_solves": self.lp_solves}
 
 
 def _type_gpus(cluster: ClusterSpec, gtype: str) -> int:

@@ -27,7 +27,12 @@ job's tasks may sit on different GPU types and servers, each GPU holds at most o
   memoised on (job position, server state). Deviation: the DP covers the first ``dp_window``
   queued jobs (its state space grows exponentially with the queue); the rest are taken
   greedily in order, each admitted when its payoff is positive.
-* Running jobs keep their allocation (§IV-B: only new jobs are allocated each round).
+* Every round in which a job arrived or finished since the last one re-decides all unfinished
+  jobs on the whole cluster (Fig. 1(b) moves tasks between rounds; a job whose allocation is
+  unchanged keeps running without a checkpoint-restart); a round with no arrival or completion
+  keeps the allocation (§IV-B: "dealing with solely newly incoming jobs in each scheduling round,
+  if no preemption exists"). ``replan=False`` instead only places queued jobs on free GPUs and
+  never moves a running job.
 
 Cost per round: O(window states x servers log servers) for the DP, O(queue x servers) after.
 """
@@ -54,6 +59,8 @@ class HadarParams:
     eta: float = help_field(1.0, "scaling factor eta of the price function (Eq. 5)")
     comm_fraction: float = help_field(0.05, "communication cost per extra server, as a share of the job's utility")
     dp_window: int = help_field(8, "queued jobs the dynamic programme decides jointly; the rest greedily")
+    replan: bool = help_field(True, "every round re-decide all unfinished jobs on the whole cluster (False: only "
+                              "queued jobs on the free GPUs, running jobs keep theirs)")
 
 
 def price(g: int, c: int, low: float, high: float, eta: float) -> float:
@@ -175,8 +182,10 @@ class Hadar(RoundPolicy):
     name = "hadar"
 
     def __init__(self, *, round_s: float = 360.0, eta: float = 1.0, comm_fraction: float = 0.05, dp_window: int = 8,
-                 table: ThroughputTable | None = GAVEL_BUILTIN) -> None:  # fmt: skip
+                 replan: bool = True, table: ThroughputTable | None = GAVEL_BUILTIN) -> None:  # fmt: skip
         super().__init__(round_s)
+        self.replan = replan
+        self.dirty = True
         if dp_window < 0 or comm_fraction < 0:
             raise ConfigError("hadar: dp_window and comm_fraction must be non-negative")
         self.eta = eta
@@ -184,17 +193,31 @@ class Hadar(RoundPolicy):
         self.dp_window = dp_window
         self.table = table
 
+    def on_arrival(self, ctx: Context, job: Job) -> None:
+        self.dirty = True
+
+    def on_finish(self, ctx: Context, job: Job) -> None:
+        self.dirty = True
+
     def plan(self, ctx: Context) -> dict[int, Alloc]:
-        target = {job.idx: held(job) for job in ctx.running.values()}
-        queue = [j for j in ctx.active.values() if j.state == PENDING]
-        if not queue:
-            return target
+        if not self.dirty:  # no job arrived or finished since the last round: nothing to decide
+            return {job.idx: held(job) for job in ctx.running.values()}
+        self.dirty = False
+        if self.replan:
+            target: dict[int, Alloc] = {}
+            queue = list(ctx.active.values())
+            state = tuple(n.num_gpus for n in ctx.cluster.nodes)
+        else:
+            target = {job.idx: held(job) for job in ctx.running.values()}
+            queue = [j for j in ctx.active.values() if j.state == PENDING]
+            state = tuple(ctx.state.free)
+            if not queue or not any(state):
+                return target
         views = [job_view(j, ctx.now, ctx.remaining(j), self.table, ctx.cluster) for j in queue]
         gpus = ctx.cluster.total_gpus
         slowest = [v.left / min(r for r in v.rate.values() if r > 0) for v in views]
         horizon = sum(v.gpus * s for v, s in zip(views, slowest)) / gpus + max(slowest)
         alloc = Allocator(ctx.cluster, views, eta=self.eta, comm_fraction=self.comm_fraction, horizon=horizon)
-        state = tuple(ctx.state.free)
         _, chosen = alloc.dp(views[: self.dp_window], state)
         for a in chosen.values():
             state = alloc.take(state, a)

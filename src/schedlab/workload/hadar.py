@@ -115,4 +115,5 @@ def generate_hadar(n_jobs: int, *, seed: int, profile: HadarProfile = HadarProfi
     meta = {"generator": "schedlab.workload.hadar", "profile": "hadar", "seed": seed, "n_jobs": n_jobs,
             "distribution_csv": str(profile.distribution_csv),
             "class_counts": {c[0]: int((category == i).sum()) for i, c in enumerate(CATEGORIES)}}  # fmt: skip
-    return Workload(jobs=canonical_frame(frame, source=source), source=source, meta=meta)
+    origin = pd.Timestamp("2017-10-01")  # the Philly trace's period; the distribution file has no dates
+    return Workload(jobs=canonical_frame(frame, source=source), source=source, origin=origin, meta=meta)

@@ -59,6 +59,8 @@ class HadarParams:
     eta: float = help_field(1.0, "scaling factor eta of the price function (Eq. 5)")
     comm_fraction: float = help_field(0.05, "communication cost per extra server, as a share of the job's utility")
     dp_window: int = help_field(8, "queued jobs the dynamic programme decides jointly; the rest greedily")
+    mix_types: bool = help_field(True, "a job's tasks may sit on different GPU types (False: one type per job, "
+                                 "an ablation of task-level heterogeneity)")
     replan: bool = help_field(True, "every round re-decide all unfinished jobs on the whole cluster (False: only "
                               "queued jobs on the free GPUs, running jobs keep theirs)")
 
@@ -89,13 +91,15 @@ class JobView:
 class Allocator:
     """Prices and FIND_ALLOC over a fixed set of servers; states are tuples of free GPUs."""
 
-    def __init__(self, cluster: ClusterSpec, jobs: list[JobView], *, eta: float, comm_fraction: float, horizon: float):
+    def __init__(self, cluster: ClusterSpec, jobs: list[JobView], *, eta: float, comm_fraction: float, horizon: float,
+                 mix_types: bool = True):  # fmt: skip
         if not eta > 0:
             raise ConfigError(f"hadar: eta must be positive, got {eta!r}")
         self.types = [n.gpu_type for n in cluster.nodes]
         self.cap = [n.num_gpus for n in cluster.nodes]
         self.eta = eta
         self.comm_fraction = comm_fraction
+        self.mix_types = mix_types
         self.high: dict[str, float] = {}
         self.low: dict[str, float] = {}
         for k in set(self.types):
@@ -119,6 +123,11 @@ class Allocator:
         order = sorted((h for h in range(len(state)) if state[h] and job.rate.get(self.types[h], 0) > 0),
                        key=lambda h: (-job.rate[self.types[h]], h))  # fmt: skip
         candidates: list[tuple[Alloc, float]] = [([(h, job.gpus)], 0.0) for h in order if state[h] >= job.gpus]
+        if not self.mix_types:  # fill servers of the fastest type that has room for the whole job
+            for k in dict.fromkeys(self.types[h] for h in order):
+                if sum(state[h] for h in order if self.types[h] == k) >= job.gpus:
+                    order = [h for h in order if self.types[h] == k]
+                    break
         spread: Alloc = []
         need = job.gpus
         for h in order:
@@ -182,9 +191,10 @@ class Hadar(RoundPolicy):
     name = "hadar"
 
     def __init__(self, *, round_s: float = 360.0, eta: float = 1.0, comm_fraction: float = 0.05, dp_window: int = 8,
-                 replan: bool = True, table: ThroughputTable | None = GAVEL_BUILTIN) -> None:  # fmt: skip
+                 replan: bool = True, mix_types: bool = True, table: ThroughputTable | None = GAVEL_BUILTIN) -> None:  # fmt: skip
         super().__init__(round_s)
         self.replan = replan
+        self.mix_types = mix_types
         self.dirty = True
         if dp_window < 0 or comm_fraction < 0:
             raise ConfigError("hadar: dp_window and comm_fraction must be non-negative")
@@ -217,7 +227,8 @@ class Hadar(RoundPolicy):
         gpus = ctx.cluster.total_gpus
         slowest = [v.left / min(r for r in v.rate.values() if r > 0) for v in views]
         horizon = sum(v.gpus * s for v, s in zip(views, slowest)) / gpus + max(slowest)
-        alloc = Allocator(ctx.cluster, views, eta=self.eta, comm_fraction=self.comm_fraction, horizon=horizon)
+        alloc = Allocator(ctx.cluster, views, eta=self.eta, comm_fraction=self.comm_fraction, horizon=horizon,
+                          mix_types=self.mix_types)
         _, chosen = alloc.dp(views[: self.dp_window], state)
         for a in chosen.values():
             state = alloc.take(state, a)

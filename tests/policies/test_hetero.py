@@ -159,3 +159,82 @@ def test_rounds_report_decision_time():
     _run(policy, [job("a", 0, 1, 1000, model=R50), job("b", 0, 2, 1000, model=LM)], spec)
     report = policy.report(None)
     assert report["rounds"] >= 1 and report["decision_s_mean"] > 0
+
+
+def test_fork_sums_the_copies_rates_and_counts_their_gpus():
+    from schedlab.errors import ActionError
+    from schedlab.sim.policy import Policy
+
+    class ForkOnce(Policy):
+        def __init__(self, copies):
+            self.copies = copies
+
+        def schedule(self, ctx):
+            for j in list(ctx.active.values()):
+                if j.state == 0:
+                    ctx.fork(j, self.copies, 5.0)
+
+    spec = cluster([1, 1], types=["V100", "K80"])
+    res = _run(ForkOnce([[(0, 1)], [(1, 1)]]), [job("a", 0, 1, 3600, model=R50)], spec).jobs.iloc[0]
+    rate = 1 + 0.6190282202246573 / 4.394774823323071  # V100 copy + K80 copy, merged
+    assert res["end_s"] == pytest.approx(5.0 + 3600 / rate)
+    assert res["gpu_seconds"] == pytest.approx(2 * res["end_s"])
+    with pytest.raises(ActionError, match="two copies"):
+        _run(ForkOnce([[(0, 1)], [(0, 1)]]), [job("a", 0, 1, 3600, model=R50)], cluster([2], types=["V100"]))
+
+
+def test_hadare_forks_a_lone_job_over_idle_nodes_and_finishes_first():
+    from schedlab.policies.hetero.hadare import HadarE
+
+    spec = cluster([1, 1, 1], types=["V100", "P100", "K80"])
+    rows = [job("a", 0, 1, 7200, model=R50)]
+    hadar = _run(Hadar(round_s=360.0), rows, spec).jobs.iloc[0]
+    policy = HadarE(round_s=360.0)
+    forked = _run(policy, rows, spec).jobs.iloc[0]
+    assert policy.forks > 0
+    assert hadar["end_s"] == pytest.approx(7200)  # one copy on the V100
+    assert forked["end_s"] < 0.8 * hadar["end_s"]  # V100 + P100 + K80 copies, less a restart per round
+
+
+@pytest.mark.parametrize("name", ["gavel", "hadar", "hadare"])
+@pytest.mark.parametrize("seed", range(4))
+def test_round_policies_keep_invariants_and_finish(name, seed):
+    from schedlab.policies.registry import make_policy
+    from tests.sim.test_properties import run_checked
+    from tests.simkit import Checked
+
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(1, 5))
+    sizes = rng.choice([1, 2, 4], n).tolist()
+    types = rng.choice(["V100", "K80"], n).tolist()
+    spec = cluster(sizes, types=types)
+    import pandas as pd
+
+    rows = pd.DataFrame([
+        {"job_id": f"j{i}", "submit_s": float(rng.integers(0, 40) * 25), "num_gpus": float(rng.choice([g for g in (1, 2, 4) if g <= min(max(sizes), spec.gpus_by_type()[types[0]])])),
+         "duration_s": float(rng.integers(1, 2000)), "model": str(rng.choice(["", R50, LM])),
+         "gpu_type": str(rng.choice(["", types[0]]))}
+        for i in range(int(rng.integers(1, 10)))
+    ])  # fmt: skip
+    config = SimConfig(checkpoint_s=0.0, restore_s=10.0)
+    if name == "hadare":  # forked jobs hold more GPUs than they ask for: the state checks only
+        runs = [Simulation(workload(rows.to_dict("records")), spec, Checked(make_policy(name, rng=np.random.default_rng(0))),
+                           config=config).run() for _ in range(2)]  # fmt: skip
+        jobs = runs[0].jobs
+        assert (jobs["gpu_seconds"] >= jobs["num_gpus"] * jobs["run_s"] - 1e-6).all()
+        np.testing.assert_allclose(jobs["work_done_s"], jobs["duration_s"] + jobs["lost_work_s"], rtol=1e-6)
+    else:
+        runs = [run_checked(spec, rows, config, make_policy(name, rng=np.random.default_rng(0))) for _ in range(2)]
+    pd.testing.assert_frame_equal(runs[0].jobs, runs[1].jobs)
+    assert runs[0].jobs["finished"].all()
+
+
+def test_round_policies_refuse_what_they_cannot_place():
+    from schedlab.errors import ConfigError
+
+    spec = cluster([2, 2], types=["V100", "K80"])
+    with pytest.raises(ConfigError, match="whole-GPU"):
+        _run(Hadar(), [job("a", 0, 0.5, 100)], spec)
+    with pytest.raises(ConfigError, match="partitioned"):
+        _run(Gavel(), [job("a", 0, 1, 100, tenant="x")],
+             cluster([2], types=["V100"], pools=["x"], tenants={"x": None}, partitioned=True))  # fmt: skip

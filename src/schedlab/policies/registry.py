@@ -24,6 +24,7 @@ from schedlab.policies.gfs import build_gfs, gfs_params
 from schedlab.policies.helios.params import QssfParams
 from schedlab.policies.hetero.gavel import Gavel, GavelParams
 from schedlab.policies.hetero.hadar import Hadar, HadarParams
+from schedlab.policies.hetero.hadare import HadarE, HadarEParams
 from schedlab.policies.params import as_dict, parse
 from schedlab.policies.spot.chronus import Chronus, ChronusConfig
 from schedlab.policies.spot.fgd import FGD, FgdParams
@@ -139,6 +140,8 @@ POLICIES: dict[str, PolicyInfo] = {
                    "own placement", "best-fit", _own_placement(Gavel), GavelParams),
         PolicyInfo("hadar", "task-level heterogeneity-aware primal-dual rounds, DP allocation (Hadar §III); "
                    "own placement", "best-fit", _own_placement(Hadar), HadarParams),
+        PolicyInfo("hadare", "Hadar with jobs forked into copies on separate nodes, progress merged each round "
+                   "(HadarE §V); own placement", "best-fit", _own_placement(HadarE), HadarEParams),
         *(PolicyInfo(name, f"GFS spot/HP scheduler (ASPLOS'26){text}; own placement (PTS)", "best-fit",
                      _gfs(name), gfs_params(name))
           for name, text in _GFS_VARIANTS),

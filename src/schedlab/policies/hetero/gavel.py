@@ -101,6 +101,7 @@ class Gavel(RoundPolicy):
         self.fits: dict[str, int] = {}  # largest gang one GPU type can hold, by required type ("" = any)
 
     def setup(self, ctx: Context) -> None:
+        super().setup(ctx)
         by_type = ctx.cluster.gpus_by_type()
         self.fits = {"": max(by_type.values()), **by_type}
 

@@ -204,6 +204,7 @@ class Hadar(RoundPolicy):
         self.table = table
 
     def on_arrival(self, ctx: Context, job: Job) -> None:
+        super().on_arrival(ctx, job)
         self.dirty = True
 
     def on_finish(self, ctx: Context, job: Job) -> None:

@@ -30,11 +30,11 @@ def job_speedups(table: ThroughputTable | None, cluster: ClusterSpec, job: Job) 
     """Work-seconds per second of ``job`` with all its tasks on each GPU type of ``cluster``: the
     measured throughput ratio for a model in ``table`` (as :class:`~schedlab.sim.perf.PerfModel`),
     else the catalogue speed."""
-    types = cluster.gpu_types
+    types = [t for t in cluster.gpu_types if not job.gpu_type or t == job.gpu_type]  # a typed job: its type only
     if table is not None and job.model in table:
         return {t: table.speedup(job.model, job.num_gpus, t) for t in types}
-    native = types[job.gpu_type].speed if job.gpu_type in types else 1.0
-    return {t: spec.speed / native for t, spec in types.items() if not job.gpu_type or t == job.gpu_type}
+    native = cluster.gpu_types[job.gpu_type].speed if job.gpu_type in cluster.gpu_types else 1.0
+    return {t: cluster.gpu_types[t].speed / native for t in types}
 
 
 def held(job: Job) -> Alloc:
@@ -54,6 +54,18 @@ class RoundPolicy(Policy):
         self.next_round = 0.0
         self.decision_s: list[float] = []
         self.changed_rounds = 0
+
+    def setup(self, ctx: Context) -> None:
+        if ctx.cluster.partitioned:
+            raise ConfigError(f"{self.name} schedules one shared pool; cluster '{ctx.cluster.name}' is partitioned")
+
+    def on_arrival(self, ctx: Context, job: Job) -> None:
+        gpw = job.gpus_per_worker
+        if job.fractional or (gpw == gpw and gpw > 1):
+            raise ConfigError(
+                f"{self.name}: job '{job.id}' asks for {job.num_gpus:g} GPUs in workers of {gpw:g}; "
+                "only whole-GPU jobs whose tasks may go to any GPU are supported"
+            )
 
     def on_timer(self, ctx: Context, payload: object) -> bool:
         return payload == "round"

@@ -30,7 +30,7 @@ POLICIES = ("hadar", "hadare", "gavel", "tiresias", "yarn-cs")
 # Tiresias as §IV-B configures it: two priority queues, PromoteKnob disabled.
 TIRESIAS = {"thresholds_gpu_s": (3600.0,), "promote_knob": float("inf")}
 RUNS = (*((p, p, TIRESIAS if p == "tiresias" else {}) for p in POLICIES),
-        ("hadar, one type per job", "hadar", {"mix_types": False}))
+        ("hadar, one type per job", "hadar", {"mix_types": False}), ("gavel, FIFO", "gavel", {"objective": "fifo"}))
 # Hadar §IV-B (Fig. 4): total time duration in hours; speedups are over each baseline.
 PAPER_TTD_H = {"hadar": 40.0, "gavel": 40.0 * 1.21, "tiresias": 40.0 * 1.35, "yarn-cs": 68.0}
 CONFIG = SimConfig(checkpoint_s=0.0, restore_s=10.0)

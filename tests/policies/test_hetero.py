@@ -238,3 +238,19 @@ def test_round_policies_refuse_what_they_cannot_place():
     with pytest.raises(ConfigError, match="partitioned"):
         _run(Gavel(), [job("a", 0, 1, 100, tenant="x")],
              cluster([2], types=["V100"], pools=["x"], tenants={"x": None}, partitioned=True))  # fmt: skip
+
+
+def test_gavel_weights_a_job_by_its_gpus():
+    # one type of 2 GPUs, equal speeds; job 0 needs 1 GPU, job 1 two. max min(z X): X = (1, 0.5)
+    x = max_min_allocation(np.ones((2, 1)), np.array([1.0, 2.0]), np.array([2.0]))
+    assert x[:, 0] == pytest.approx([1.0, 0.5], abs=1e-6)
+
+
+def test_gavel_fifo_takes_the_fastest_type_in_arrival_order_and_blocks():
+    from schedlab.policies.hetero.gavel import fifo_allocation
+
+    speed = np.array([[1.0, 0.9], [1.0, 0.1]])
+    x = fifo_allocation(speed, np.ones(2), np.array([1.0, 1.0]))
+    assert x.tolist() == [[1.0, 0.0], [0.0, 1.0]]  # job 0 first takes the V100 although job 1 gains more
+    blocked = fifo_allocation(speed, np.array([2.0, 1.0]), np.array([1.0, 1.0]))
+    assert not blocked.any()  # the head fits no type: nobody passes it

@@ -5,7 +5,7 @@ Allocation (Gavel §3-4.1, "LAS" / max-min fairness): ``X[m, j]`` is the fractio
 ``m`` spends on GPU type ``j``. The LP
 
     maximise  t
-    s.t.      t <= sum_j T[m, j] X[m, j] / T_equal[m]     for every job m
+    s.t.      t <= z[m] sum_j T[m, j] X[m, j] / T_equal[m]   for every job m
               sum_j X[m, j] <= 1                            (a job is on one type at a time)
               sum_m z[m] X[m, j] <= n[j]                    (type j has n[j] GPUs; z = job's GPUs)
               X >= 0
@@ -13,8 +13,14 @@ Allocation (Gavel §3-4.1, "LAS" / max-min fairness): ``X[m, j]`` is the fractio
 is solved with HiGHS (``scipy.optimize.linprog``). ``T[m, j]`` is the job's throughput on type
 ``j`` relative to the reference type (the engine's rate, :func:`~.rounds.job_speedups`);
 ``T_equal[m]`` normalises it by the throughput the job would get with an equal share of time on
-every type, ``sum_j T[m, j] n[j] / sum_j n[j]`` (our reading of Gavel's ``X^equal``).
-``aware=False`` sets every ``T`` to 1: the heterogeneity-agnostic max-min baseline.
+every type, ``sum_j T[m, j] n[j] / sum_j n[j]`` (Gavel's ``X^equal``); the factor ``z[m]`` (the
+job's GPUs) is Gavel's weighting, so a 1-GPU job gets ``z`` times the time of a ``z``-GPU job of
+equal throughput. ``aware=False`` sets every ``T`` to 1: the heterogeneity-agnostic max-min
+(LAS) baseline. This is Gavel's LAS policy (it names its max-min fairness policy so).
+
+``objective="fifo"`` is Gavel's heterogeneity-aware FIFO instead: every time the job set changes,
+jobs in arrival order each take the type of highest throughput that still has room for their
+GPUs (``X[m, j] = 1``), and the first job that fits no type stops the queue (no job passes it).
 
 Realisation (Gavel §5, as Hadar §II-A describes it): each round, (job, type) pairs are ranked by
 priority ``X[m, j] / rounds[m, j]`` (rounds already received on that type; a pair never served
@@ -51,6 +57,8 @@ class GavelParams:
 
     round_s: float = help_field(360.0, "length of a scheduling round in seconds (Gavel's default: 6 minutes)")
     aware: bool = help_field(True, "use measured per-type throughputs (False: every type counts as equal)")
+    objective: str = help_field("max-min", "max-min (Gavel's LAS: max-min fairness LP) or fifo (arrival order, "
+                                "fastest type with room)")
 
 
 def max_min_allocation(speed: np.ndarray, scale: np.ndarray, capacity: np.ndarray) -> np.ndarray:
@@ -64,10 +72,10 @@ def max_min_allocation(speed: np.ndarray, scale: np.ndarray, capacity: np.ndarra
     c = np.zeros(n + 1)
     c[-1] = -1.0  # maximise t
     rows, cols, vals = [], [], []
-    for i in range(m):  # t - sum_j T[i, j] X[i, j] / equal[i] <= 0
+    for i in range(m):  # t - z[i] sum_j T[i, j] X[i, j] / equal[i] <= 0
         rows += [i] * (k + 1)
         cols += [i * k + j for j in range(k)] + [n]
-        vals += list(-speed[i] / equal[i]) + [1.0]
+        vals += list(-scale[i] * speed[i] / equal[i]) + [1.0]
     for i in range(m):  # sum_j X[i, j] <= 1
         rows += [m + i] * k
         cols += [i * k + j for j in range(k)]
@@ -84,14 +92,33 @@ def max_min_allocation(speed: np.ndarray, scale: np.ndarray, capacity: np.ndarra
     return np.clip(res.x[:n].reshape(m, k), 0.0, 1.0)
 
 
+def fifo_allocation(speed: np.ndarray, scale: np.ndarray, capacity: np.ndarray) -> np.ndarray:
+    """Gavel's heterogeneity-aware FIFO: rows in arrival order take their fastest type with room
+    for their GPUs; the first row that fits nowhere stops the queue."""
+    x = np.zeros_like(speed)
+    left = capacity.astype(float).copy()
+    for i in range(speed.shape[0]):
+        room = [j for j in range(speed.shape[1]) if left[j] >= scale[i] and speed[i, j] > 0]
+        if not room:
+            break
+        best = max(room, key=lambda j: (speed[i, j], -j))
+        x[i, best] = 1.0
+        left[best] -= scale[i]
+    return x
+
+
 class Gavel(RoundPolicy):
     """Heterogeneity-aware max-min fairness with Gavel's round-based priorities."""
 
     name = "gavel"
 
-    def __init__(self, *, round_s: float = 360.0, aware: bool = True, table: ThroughputTable | None = GAVEL_BUILTIN):
+    def __init__(self, *, round_s: float = 360.0, aware: bool = True, objective: str = "max-min",
+                 table: ThroughputTable | None = GAVEL_BUILTIN):  # fmt: skip
         super().__init__(round_s)
+        if objective not in ("max-min", "fifo"):
+            raise ConfigError(f"gavel: objective must be max-min or fifo, got {objective!r}")
         self.aware = aware
+        self.objective = objective
         self.table = table
         self.rounds: dict[tuple[int, str], int] = {}
         self.last_x: dict[int, dict[str, float]] = {}
@@ -117,6 +144,8 @@ class Gavel(RoundPolicy):
                     speed[i, j] = rates[t] if self.aware else 1.0
         capacity = np.array([float(by_type.get(t, 0)) for t in types])
         scale = np.array([float(j.num_gpus) for j in jobs])
+        if self.objective == "fifo":
+            return types, fifo_allocation(speed, scale, capacity)
         return types, max_min_allocation(speed, scale, capacity)
 
     def plan(self, ctx: Context) -> dict[int, Alloc]:

@@ -224,12 +224,24 @@ class Hadar(RoundPolicy):
             state = tuple(ctx.state.free)
             if not queue or not any(state):
                 return target
+        views, alloc = self.allocator(ctx, queue)
+        chosen, _ = self.allocate(views, alloc, state)
+        target.update(chosen)
+        return target
+
+    def allocator(self, ctx: Context, queue: list[Job]) -> tuple[list[JobView], Allocator]:
+        """The queue's views and the allocator priced on them (horizon: see the module docstring)."""
         views = [job_view(j, ctx.now, ctx.remaining(j), self.table, ctx.cluster) for j in queue]
-        gpus = ctx.cluster.total_gpus
         slowest = [v.left / min(r for r in v.rate.values() if r > 0) for v in views]
-        horizon = sum(v.gpus * s for v, s in zip(views, slowest)) / gpus + max(slowest)
+        horizon = sum(v.gpus * s for v, s in zip(views, slowest)) / ctx.cluster.total_gpus + max(slowest)
         alloc = Allocator(ctx.cluster, views, eta=self.eta, comm_fraction=self.comm_fraction, horizon=horizon,
-                          mix_types=self.mix_types)
+                          mix_types=self.mix_types)  # fmt: skip
+        return views, alloc
+
+    def allocate(self, views: list[JobView], alloc: Allocator, state: tuple[int, ...]
+                 ) -> tuple[dict[int, Alloc], tuple[int, ...]]:  # fmt: skip
+        """Algorithm 2 over the queue: the DP over its first ``dp_window`` jobs, then greedily;
+        returns the allocations and the server state left."""
         _, chosen = alloc.dp(views[: self.dp_window], state)
         for a in chosen.values():
             state = alloc.take(state, a)
@@ -240,6 +252,5 @@ class Hadar(RoundPolicy):
             if found is not None:
                 chosen[v.idx] = found[1]
                 state = alloc.take(state, found[1])
-        target.update(chosen)
-        return target
+        return chosen, state
 

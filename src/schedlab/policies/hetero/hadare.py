@@ -29,7 +29,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from schedlab.errors import ConfigError
-from schedlab.policies.hetero.hadar import Allocator, Hadar, job_view
+from schedlab.policies.hetero.hadar import Hadar
 from schedlab.policies.hetero.rounds import Alloc, held
 from schedlab.policies.params import help_field
 from schedlab.sim.job import RUNNING
@@ -76,21 +76,8 @@ class HadarE(Hadar):
         return self.last
 
     def _decide(self, ctx: Context) -> dict[int, Copies]:
-        jobs = list(ctx.active.values())
-        views = [job_view(j, ctx.now, ctx.remaining(j), self.table, ctx.cluster) for j in jobs]
-        gpus = ctx.cluster.total_gpus
-        slowest = [v.left / min(r for r in v.rate.values() if r > 0) for v in views]
-        horizon = sum(v.gpus * s for v, s in zip(views, slowest)) / gpus + max(slowest)
-        alloc = Allocator(ctx.cluster, views, eta=self.eta, comm_fraction=self.comm_fraction, horizon=horizon)
-        state = tuple(n.num_gpus for n in ctx.cluster.nodes)
-        _, first = alloc.dp(views[: self.dp_window], state)
-        for a in first.values():
-            state = alloc.take(state, a)
-        for v in views[self.dp_window :]:
-            found = alloc.find_alloc(v, state) if any(state) else None
-            if found is not None:
-                first[v.idx] = found[1]
-                state = alloc.take(state, found[1])
+        views, alloc = self.allocator(ctx, list(ctx.active.values()))
+        first, state = self.allocate(views, alloc, tuple(n.num_gpus for n in ctx.cluster.nodes))
         copies: dict[int, Copies] = {idx: [a] for idx, a in first.items()}
         limit = self.max_copies or len(state)
         added = True

@@ -113,7 +113,7 @@ def check_state(ctx: Simulation) -> None:
         if job.fractional:
             assert len(job.alloc) == 1 and len(job.alloc[0][1]) == 1, job
         else:
-            assert sum(len(gids) for _, gids in job.alloc) == job.num_gpus, job
+            assert sum(len(gids) for _, gids in job.alloc) == job.held_gpus, job  # a forked job holds every copy's GPUs
         for node, gids in job.alloc:
             assert s.on[node], f"{job} runs on powered-off node {node}"
             assert s.node_pool[node] == ctx.pool_of(job), job

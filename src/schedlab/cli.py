@@ -44,8 +44,9 @@ err_console = Console(stderr=True)
 
 TraceOpt = Annotated[Optional[Path], typer.Option("--trace", help="Trace file (or folder, for pai).")]
 FormatOpt = Annotated[Optional[str], typer.Option("--format", "-f", help="Trace format: see `schedlab traces list`.")]
-SyntheticOpt = Annotated[Optional[str], typer.Option("--synthetic", help="Synthetic profile: venus, philly, gfs, gfs-a100, simple.")]
+SyntheticOpt = Annotated[Optional[str], typer.Option("--synthetic", help="Synthetic profile: venus, philly, gfs, gfs-a100, simple, hadar.")]
 JobsOpt = Annotated[int, typer.Option("--jobs", "-n", min=1, help="Number of synthetic jobs.")]
+RunJobsOpt = Annotated[Optional[int], typer.Option("--jobs", "-n", min=1, help="Number of synthetic jobs (default: the profile's, 2000; hadar 480).")]
 LoadOpt = Annotated[Optional[float], typer.Option("--load", min=0.01, help="Offered load of a synthetic trace (default: profile's).")]
 ClusterOpt = Annotated[Optional[str], typer.Option("--cluster", "-c", help="Preset (see `schedlab clusters`), uniform:NxG, helios:PATH\\[@DATE], gfs:PATH. Default for synthetic traces: the profile's cluster.")]
 PlacerOpt = Annotated[Optional[str], typer.Option("--placer", help="consolidate, best-fit, first-fit or random (default: the policy's).")]
@@ -105,7 +106,7 @@ def _run_options(
     trace: TraceOpt = None,
     fmt: FormatOpt = None,
     synthetic: SyntheticOpt = None,
-    jobs: JobsOpt = 2000,
+    jobs: RunJobsOpt = None,
     load: LoadOpt = None,
     cluster: ClusterOpt = None,
     placer: PlacerOpt = None,

@@ -49,6 +49,17 @@ def uniform(num_nodes: int = 16, gpus_per_node: int = 8, gpu: str = "V100", name
     return ClusterSpec(name or f"uniform-{num_nodes}x{gpus_per_node}", {gpu: gpu_type(gpu)}, nodes)
 
 
+def hadar_60() -> ClusterSpec:
+    """The Hadar §IV / Gavel simulation cluster: 15 nodes of 4 GPUs, 20 each V100, P100, K80
+    (5 nodes per type, one rack per type), one shared pool."""
+    nodes = tuple(
+        NodeSpec(f"{gpu.lower()}-n{i}", gpu, 4, rack=gpu, idle_power_w=_idle_w(4))
+        for gpu in ("V100", "P100", "K80")
+        for i in range(5)
+    )
+    return ClusterSpec("hadar-60", {g: gpu_type(g) for g in ("V100", "P100", "K80")}, nodes)
+
+
 def partitioned(vc_nodes: dict[str, int], *, name: str, gpus_per_node: int = 8, gpu: str = "V100") -> ClusterSpec:
     """A statically partitioned cluster: each VC owns its nodes (Helios, Philly)."""
     nodes: list[NodeSpec] = []
@@ -161,6 +172,8 @@ PRESETS: dict[str, tuple[str, Callable[[], ClusterSpec]]] = {
               lambda: partitioned(VENUS_SEPT_NODES, name="venus")),
     "philly": ("Philly, 11 VCs of 8-GPU nodes as in the Helios QSSF simulation (2,816 GPUs, partitioned)",
                lambda: partitioned(PHILLY_VC_NODES, name="philly")),
+    "hadar-60": ("Hadar/Gavel simulation cluster: 15 nodes x 4 GPUs, 20 each V100, P100, K80 (shared pool)",
+                 lambda: hadar_60()),
     "gfs": ("GFS spot-trace inventory: 4,278 nodes, 10,412 GPUs, 6 GPU models, shared pool",
             lambda: gfs_builtin()),
     "gfs-a100": ("GFS paper's simulated cluster (§4.1): 287 nodes x 8 A100 = 2,296 GPUs, shared pool",

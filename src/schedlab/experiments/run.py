@@ -40,7 +40,7 @@ if TYPE_CHECKING:
 
 # The cluster a synthetic profile runs on when none is given.
 PROFILE_CLUSTERS = {"venus": "venus", "helios": "venus", "philly": "philly", "gfs": "gfs", "gfs-a100": "gfs-a100",
-                    "simple": "uniform:8x8", "uniform": "uniform:8x8"}  # fmt: skip
+                    "simple": "uniform:8x8", "uniform": "uniform:8x8", "hadar": "hadar-60"}  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -50,7 +50,7 @@ class WorkloadSpec:
     trace: str | None = None
     fmt: str | None = None
     synthetic: str | None = None
-    jobs: int = 2000
+    jobs: int | None = None  # None: the profile's default_jobs, else 2000
     seed: int = 0
     load: float | None = None
     window_s: tuple[float, float] | None = None
@@ -80,7 +80,8 @@ class WorkloadSpec:
                 raise ConfigError("a trace needs its format (see `schedlab traces list`)")
             w = load_trace(self.trace, self.fmt, **self.options)
         else:
-            w = generate(self.synthetic, self.jobs, seed=self.seed, cluster_gpus=self.cluster_gpus,
+            n = self.jobs if self.jobs is not None else getattr(PROFILES.get(self.synthetic), "default_jobs", 2000)
+            w = generate(self.synthetic, n, seed=self.seed, cluster_gpus=self.cluster_gpus,
                          load=self.load, **self.options)  # fmt: skip
         if self.window_s is not None:
             w = transforms.time_window(w, *self.window_s)

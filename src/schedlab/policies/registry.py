@@ -23,6 +23,9 @@ from schedlab.policies.classic.yarn_cs import YarnCapacity, YarnParams
 from schedlab.policies.common.placers import PLACERS, Placer, make_placer
 from schedlab.policies.gfs import build_gfs, gfs_params
 from schedlab.policies.helios.params import QssfParams
+from schedlab.policies.hetero.gavel import Gavel, GavelParams
+from schedlab.policies.hetero.hadar import Hadar, HadarParams
+from schedlab.policies.hetero.hadare import HadarE, HadarEParams
 from schedlab.policies.params import as_dict, parse
 from schedlab.policies.spot.chronus import Chronus, ChronusConfig
 from schedlab.policies.spot.fgd import FGD, FgdParams
@@ -64,6 +67,11 @@ class PolicyInfo:
                 raise ConfigError(f"policy '{self.name}' has no parameters (got {', '.join(values)})")
             return None
         return parse(self.params, self.name, values)
+
+
+def _own_placement(cls: type) -> Callable[[Placer, Any, PolicyOptions], Policy]:
+    """A policy that places its own jobs, built as ``cls(**params)``; the placer is not used."""
+    return lambda placer, params, options: cls(**as_dict(params))
 
 
 def _plain(make: Callable[[Placer], Policy]) -> Callable[[Placer, Any, PolicyOptions], Policy]:
@@ -129,6 +137,12 @@ POLICIES: dict[str, PolicyInfo] = {
           for name, text, build, params in _SPOT_BASELINES),
         PolicyInfo("qssf", "quasi-shortest-service-first: predicted GPU time from past jobs; non-preemptive; "
                    "blocks at the head (Helios)", "consolidate", _qssf, QssfParams),
+        PolicyInfo("gavel", "heterogeneity-aware max-min fairness (LP) realised by round priorities (OSDI'20); "
+                   "own placement", "best-fit", _own_placement(Gavel), GavelParams),
+        PolicyInfo("hadar", "task-level heterogeneity-aware primal-dual rounds, DP allocation (Hadar §III); "
+                   "own placement", "best-fit", _own_placement(Hadar), HadarParams),
+        PolicyInfo("hadare", "Hadar with jobs forked into copies on separate nodes, progress merged each round "
+                   "(HadarE §V); own placement", "best-fit", _own_placement(HadarE), HadarEParams),
         *(PolicyInfo(name, f"GFS spot/HP scheduler (ASPLOS'26){text}; own placement (PTS)", "best-fit",
                      _gfs(name), gfs_params(name))
           for name, text in _GFS_VARIANTS),

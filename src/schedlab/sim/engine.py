@@ -5,6 +5,7 @@ stepped through idle time. After all events of one timestamp are applied the eng
 ``policy.schedule(ctx)`` once, where ``ctx`` is the :class:`Simulation` itself: the policy reads
 the cluster state and acts with :meth:`Simulation.start`, :meth:`~Simulation.preempt`,
 :meth:`~Simulation.pause`, :meth:`~Simulation.migrate`, :meth:`~Simulation.colocate`,
+:meth:`~Simulation.fork`,
 :meth:`~Simulation.set_timer`, :meth:`~Simulation.power_off` and :meth:`~Simulation.power_on`.
 Every action is checked; an impossible one raises :class:`ActionError` naming the policy and
 the job.
@@ -308,6 +309,30 @@ class Simulation:
             job.first_start = self.now
         self._begin_run(job)
 
+    def fork(self, job: Job, copies: list[list[tuple[int, int]]], overhead_s: float = 0.0) -> None:
+        """Start a pending job as forked copies (HadarE §V): each copy is an allocation of the
+        job's whole GPU count, no node holds two copies, and the job progresses at the sum of its
+        copies' rates (the tracker merges their steps). ``overhead_s`` (forking and merging) is
+        stalled before it progresses, on top of any restore it owes."""
+        if job.state != PENDING:
+            raise self._reject(job, f"cannot fork a job that is {('pending', 'running', 'finished')[job.state]}")
+        if job.fractional or not copies:
+            raise self._reject(job, "a fork needs whole-GPU copies and at least one of them")
+        if not (overhead_s >= 0 and math.isfinite(overhead_s)):
+            raise self._reject(job, f"fork overhead must be a non-negative number of seconds, got {overhead_s!r}")
+        checked = [self._validated(job, c) for c in copies]
+        nodes = [n for c in checked for n, _ in c]
+        if len(set(nodes)) != len(nodes):
+            raise self._reject(job, "a node appears in two copies of the fork")
+        job.alloc = tuple((node, self.state.take_whole(node, count)) for c in checked for node, count in c)
+        job.copies = tuple(tuple(n for n, _ in c) for c in checked)
+        self.pending_count -= 1
+        job.queue_s += self.now - job.queued_since
+        if job.first_start != job.first_start:
+            job.first_start = self.now
+        job.restart_cost += overhead_s
+        self._begin_run(job)
+
     def _validated(self, job: Job, alloc) -> list[tuple[int, int]]:
         s = self.state
         if not alloc:
@@ -362,7 +387,13 @@ class Simulation:
         job.restart_cost = 0.0
         self.running[job.idx] = job
         self.actions += 1
-        self._set_rate(job, self.perf.rate(job, job.nodes))
+        self._set_rate(job, self._alone_rate(job))
+
+    def _alone_rate(self, job: Job) -> float:
+        """A job's rate on its allocation; a forked job's is the sum of its copies' rates."""
+        if job.copies:
+            return sum(self.perf.rate(job, nodes) for nodes in job.copies)
+        return self.perf.rate(job, job.nodes)
 
     def _set_rate(self, job: Job, rate: float) -> None:
         """Apply a new rate from now on and reschedule the finish."""
@@ -389,8 +420,9 @@ class Simulation:
         elapsed = now - job.run_since
         job.run_s += elapsed
         job.served_s += max(0.0, now - job.stall_until)
-        job.gpu_seconds += job.num_gpus * elapsed
+        job.gpu_seconds += job.held_gpus * elapsed
         self._release(job)
+        job.copies = ()
         job.rate = 0.0
         job.version += 1
         del self.running[job.idx]
@@ -466,7 +498,7 @@ class Simulation:
             raise self._reject(job, "only a pending job can be colocated")
         if host.state != RUNNING:
             raise self._reject(job, f"host job '{host.id}' is not running")
-        if job.num_gpus != host.num_gpus or job.fractional:
+        if job.num_gpus != host.num_gpus or job.fractional or host.copies:
             raise self._reject(job, f"colocation needs the same whole GPU count as host '{host.id}'")
         if job.gpu_type and any(self.state.node_type[n] != job.gpu_type for n in host.nodes):
             raise self._reject(job, f"host '{host.id}' runs on another GPU type than the job needs")
@@ -570,7 +602,7 @@ class Simulation:
             self._advance(job)
             elapsed = now - job.run_since
             job.run_s += elapsed
-            job.gpu_seconds += job.num_gpus * elapsed
+            job.gpu_seconds += job.held_gpus * elapsed
         for job in self.active.values():
             if job.state == PENDING:
                 job.queue_s += now - job.queued_since

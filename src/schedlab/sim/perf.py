@@ -9,7 +9,10 @@ an allocation is the product of
 * ``cross_node_factor`` when the allocation spans more than one node;
 * ``colocation_factor`` while a GPU of the job is time-shared with another job.
 
-Subclass :class:`PerfModel` and override :meth:`rate` for measured per-model throughputs.
+A job whose ``model`` the throughput table measures (:mod:`schedlab.sim.throughputs`, by
+default the Gavel throughputs of the Hadar models) instead advances at its measured rate on each
+GPU type relative to the reference type, the slowest type of its allocation bounding it (Hadar
+§III-A (1b)), when every GPU type of the cluster is in the table.
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ from __future__ import annotations
 from schedlab.cluster.spec import ClusterSpec
 from schedlab.errors import ConfigError
 from schedlab.sim.job import Job
+from schedlab.sim.throughputs import GAVEL_BUILTIN, ThroughputTable
 
 
 class PerfModel:
@@ -28,6 +32,7 @@ class PerfModel:
         *,
         cross_node_factor: float = 1.0,
         colocation_factor: float = 0.75,
+        throughputs: ThroughputTable | None = GAVEL_BUILTIN,
     ) -> None:
         if not 0 < cross_node_factor <= 1 or not 0 < colocation_factor <= 1:
             raise ConfigError("perf factors must lie in (0, 1]")
@@ -35,12 +40,21 @@ class PerfModel:
         self.type_speed = {name: t.speed for name, t in spec.gpu_types.items()}
         self.cross_node_factor = cross_node_factor
         self.colocation_factor = colocation_factor
-        self.constant = cross_node_factor == 1.0 and all(s == 1.0 for s in self.node_speed)
+        self.node_type = [n.gpu_type for n in spec.nodes]
+        measured = throughputs is not None and all(
+            any(t in row for row in throughputs.rows.values()) for t in spec.gpu_types
+        )
+        self.throughputs = throughputs if measured else None
+        self.constant = cross_node_factor == 1.0 and all(s == 1.0 for s in self.node_speed) and not measured
 
     def rate(self, job: Job, nodes: tuple[int, ...]) -> float:
         """Rate of ``job`` running alone on ``nodes``."""
         if self.constant:
             return 1.0
+        table = self.throughputs
+        if table is not None and job.model in table:
+            rate = table.task_rate(job.model, job.num_gpus, {self.node_type[n] for n in nodes})
+            return rate * self.cross_node_factor if len(nodes) > 1 else rate
         speed = min(self.node_speed[n] for n in nodes)
         native = self.type_speed.get(job.gpu_type, 1.0) if job.gpu_type else 1.0
         rate = speed / native

@@ -112,6 +112,9 @@ class Context(Protocol):
     def pause(self, job: Job) -> None:
         """Checkpoint and stop a running job; it keeps its work."""
         ...
+    def fork(self, job: Job, copies: Sequence[Sequence[tuple[int, int]]], overhead_s: float = 0.0) -> None:
+        """Start a pending job as copies on separate nodes; it progresses at their summed rate."""
+        ...
     def migrate(self, job: Job, alloc: Sequence[tuple[int, int]]) -> None: ...
     def colocate(self, job: Job, host: Job) -> None:
         """Start a pending job on the GPUs of running ``host``, time-sharing them."""

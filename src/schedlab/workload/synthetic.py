@@ -2,7 +2,8 @@
 
 ``generate(profile, n_jobs, seed=...)`` returns a canonical :class:`Workload`. Every profile in
 :data:`PROFILES` is a frozen dataclass whose docstring says which statistic each number reproduces
-and where it was published; nothing is read from disk at run time.
+and where it was published; nothing is read from disk at run time, except by ``hadar``
+(:mod:`schedlab.workload.hadar`), which draws jobs from Gavel's Philly job distribution file.
 
 How a job is made (all steps vectorised, one ``numpy.random.Generator`` passed down):
 
@@ -33,6 +34,7 @@ import pyarrow.compute as pc
 
 from schedlab.errors import ConfigError
 from schedlab.units import DAY_S, HOUR_S
+from schedlab.workload.hadar import HadarProfile, generate_hadar
 from schedlab.workload.schema import COLUMNS, Workload, validate
 
 WEEK_H = 168
@@ -570,7 +572,7 @@ class GfsA100Profile(GfsProfile):
         return rate / rate.mean(axis=1, keepdims=True)
 
 
-PROFILES: Mapping[str, Profile] = MappingProxyType(
+PROFILES: Mapping[str, Profile | HadarProfile] = MappingProxyType(
     {
         "simple": Profile(),
         "uniform": Profile(),
@@ -579,6 +581,7 @@ PROFILES: Mapping[str, Profile] = MappingProxyType(
         "philly": PhillyProfile(),
         "gfs": GfsProfile(),
         "gfs-a100": GfsA100Profile(),
+        "hadar": HadarProfile(),
     }
 )
 
@@ -600,6 +603,10 @@ def generate(
     fixed arrival rate instead of a target load: its window is ``n_jobs / jobs_per_day`` days and
     ``load`` is refused. Job ids are ``"<profile>-<i>"`` in submit order.
     """
+    if profile == "hadar":
+        if load is not None:
+            raise ConfigError("profile 'hadar' submits every job at time 0: a load does not apply")
+        return generate_hadar(n_jobs, seed=seed, profile=_replaced(PROFILES["hadar"], overrides))
     params = _resolve(profile, cluster_gpus, load, overrides)
     if n_jobs < 1:
         raise ConfigError(f"n_jobs must be at least 1 (got {n_jobs})")
@@ -655,10 +662,15 @@ def _resolve(name: str, cluster_gpus: int | None, load: float | None, overrides:
         changes["cluster_gpus"] = cluster_gpus
     if load is not None:
         changes["load"] = load
+    return _replaced(base, changes)
+
+
+def _replaced(base, changes: dict[str, object]):
+    """``base`` with ``changes``; an unknown field is a :class:`ConfigError`."""
     known = {f.name for f in dataclasses.fields(base)}
     unknown = sorted(set(changes) - known)
     if unknown:
-        raise ConfigError(f"profile {name!r} has no parameter {unknown[0]!r}; parameters: {sorted(known)}")
+        raise ConfigError(f"profile {base.name!r} has no parameter {unknown[0]!r}; parameters: {sorted(known)}")
     return dataclasses.replace(base, **changes)
 
 

@@ -1,0 +1,256 @@
+"""Hadar (Sultana et al., "Resource Heterogeneity-Aware and Utilization-Enhanced Scheduling for
+Deep Learning Clusters", §III): task-level heterogeneity-aware primal-dual scheduling.
+
+Each round (Algorithm 1) the queued jobs are offered the GPUs left free by the running ones; a
+job's tasks may sit on different GPU types and servers, each GPU holds at most one job.
+
+* Utility (§III-A): the effective throughput ``f_j = I_j / (finish - a_j)``, ``I_j`` the job's
+  total iterations (work x reference throughput), ``finish = now + iterations left /
+  throughput``; a job on several types runs at its slowest task's throughput ((1b)).
+* Prices (Eq. 5-7, the OASiS form of Bao et al. [22] that §III-B cites): on server ``h`` of
+  type ``k`` with ``g`` of its ``c`` GPUs allocated,
+  ``p(g) = L_k / (4 eta) * (4 eta U_k / L_k) ** (g / c)``, so ``p(0) = L_k / (4 eta)`` admits
+  any job and ``p(c) = U_k`` blocks every one. ``U_k`` (Eq. 6) is the largest per-GPU utility
+  ``f_j / N_j`` of a queued job with all tasks on type ``k``; ``L_k`` (Eq. 7) the smallest, with
+  the job ending at the horizon ``T`` (its least utility). ``T`` (not given in the text) is
+  ``now`` plus the queue's GPU-seconds on its slowest type spread over the cluster, plus the
+  longest such job.
+* Cost of an allocation: the sum of the marginal prices of the GPUs it takes; payoff
+  ``mu_j = f_j - cost`` (§III-B); a job is admitted only with ``mu_j > 0``.
+* FIND_ALLOC (Algorithm 2, lines 22-32): servers sorted by the job's throughput on their type;
+  candidates: every single server that holds the whole job (consolidated) and the fill of the
+  fastest servers in that order (non-consolidated), which pays a communication cost of
+  ``comm_fraction x f_j`` per extra server (the text gives no formula); the candidate of least
+  ``cost - f_j`` wins if its payoff is positive.
+* DP (Algorithm 2, lines 1-21): over the queue in arrival order, each job is either selected
+  (FIND_ALLOC on the current server state) or skipped, minimising ``sum(cost - f)`` (Eq. 8),
+  memoised on (job position, server state). Deviation: the DP covers the first ``dp_window``
+  queued jobs (its state space grows exponentially with the queue); the rest are taken
+  greedily in order, each admitted when its payoff is positive.
+* Every round in which a job arrived or finished since the last one re-decides all unfinished
+  jobs on the whole cluster (Fig. 1(b) moves tasks between rounds; a job whose allocation is
+  unchanged keeps running without a checkpoint-restart); a round with no arrival or completion
+  keeps the allocation (§IV-B: "dealing with solely newly incoming jobs in each scheduling round,
+  if no preemption exists"). ``replan=False`` instead only places queued jobs on free GPUs and
+  never moves a running job.
+
+Cost per round: O(window states x servers log servers) for the DP, O(queue x servers) after.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import lru_cache
+
+from schedlab.cluster.spec import ClusterSpec
+from schedlab.errors import ConfigError
+from schedlab.policies.hetero.rounds import Alloc, RoundPolicy, held, job_speedups
+from schedlab.policies.params import help_field
+from schedlab.sim.job import PENDING, Job
+from schedlab.sim.policy import Context
+from schedlab.sim.throughputs import GAVEL_BUILTIN, ThroughputTable
+
+
+@dataclass(frozen=True)
+class HadarParams:
+    """Hadar's round length, price scaling, communication cost and DP window."""
+
+    round_s: float = help_field(360.0, "length of a scheduling round in seconds (Hadar §IV: 6 minutes)")
+    eta: float = help_field(1.0, "scaling factor eta of the price function (Eq. 5)")
+    comm_fraction: float = help_field(0.05, "communication cost per extra server, as a share of the job's utility")
+    dp_window: int = help_field(8, "queued jobs the dynamic programme decides jointly; the rest greedily")
+    mix_types: bool = help_field(True, "a job's tasks may sit on different GPU types (False: one type per job, "
+                                 "an ablation of task-level heterogeneity)")
+    replan: bool = help_field(True, "every round re-decide all unfinished jobs on the whole cluster (False: only "
+                              "queued jobs on the free GPUs, running jobs keep theirs)")
+
+
+def price(g: int, c: int, low: float, high: float, eta: float) -> float:
+    """Eq. 5: the unit price of a type's GPU on a server with ``g`` of ``c`` allocated."""
+    base = low / (4 * eta)
+    return base * (high / base) ** (g / c)
+
+
+@dataclass(frozen=True)
+class JobView:
+    """What the allocator needs of a queued job: GPUs, utility numbers and rate per type."""
+
+    idx: int
+    gpus: int
+    iterations: float  # I_j
+    left: float  # iterations left
+    age: float  # now - a_j
+    rate: dict[str, float]  # iterations per second with all tasks on a type
+
+    def utility(self, types: set[str]) -> float:
+        """Effective throughput if it ran from now on ``types`` (slowest task bounds it)."""
+        r = min(self.rate[t] for t in types)
+        return self.iterations / (self.age + self.left / r) if r > 0 else 0.0
+
+
+class Allocator:
+    """Prices and FIND_ALLOC over a fixed set of servers; states are tuples of free GPUs."""
+
+    def __init__(self, cluster: ClusterSpec, jobs: list[JobView], *, eta: float, comm_fraction: float, horizon: float,
+                 mix_types: bool = True):  # fmt: skip
+        if not eta > 0:
+            raise ConfigError(f"hadar: eta must be positive, got {eta!r}")
+        self.types = [n.gpu_type for n in cluster.nodes]
+        self.cap = [n.num_gpus for n in cluster.nodes]
+        self.eta = eta
+        self.comm_fraction = comm_fraction
+        self.mix_types = mix_types
+        self.high: dict[str, float] = {}
+        self.low: dict[str, float] = {}
+        for k in set(self.types):
+            best = [j.utility({k}) / j.gpus for j in jobs if j.rate.get(k, 0) > 0]
+            worst = [j.iterations / (j.age + horizon) / j.gpus for j in jobs if j.rate.get(k, 0) > 0]
+            self.high[k] = max(best, default=1.0)  # Eq. 6
+            self.low[k] = min(min(worst, default=1.0), self.high[k])  # Eq. 7
+
+    def cost(self, state: tuple[int, ...], alloc: Alloc) -> float:
+        """Sum of the marginal prices of the GPUs of ``alloc`` taken from ``state``."""
+        total = 0.0
+        for h, x in alloc:
+            k, c = self.types[h], self.cap[h]
+            g = c - state[h]
+            total += sum(price(g + i, c, self.low[k], self.high[k], self.eta) for i in range(x))
+        return total
+
+    def find_alloc(self, job: JobView, state: tuple[int, ...]) -> tuple[float, Alloc] | None:
+        """Algorithm 2 FIND_ALLOC: (cost - utility, allocation) of the best candidate with a
+        positive payoff, or None."""
+        order = sorted((h for h in range(len(state)) if state[h] and job.rate.get(self.types[h], 0) > 0),
+                       key=lambda h: (-job.rate[self.types[h]], h))  # fmt: skip
+        candidates: list[tuple[Alloc, float]] = [([(h, job.gpus)], 0.0) for h in order if state[h] >= job.gpus]
+        if not self.mix_types:  # fill servers of the fastest type that has room for the whole job
+            for k in dict.fromkeys(self.types[h] for h in order):
+                if sum(state[h] for h in order if self.types[h] == k) >= job.gpus:
+                    order = [h for h in order if self.types[h] == k]
+                    break
+        spread: Alloc = []
+        need = job.gpus
+        for h in order:
+            if need == 0:
+                break
+            take = min(state[h], need)
+            spread.append((h, take))
+            need -= take
+        if need == 0 and len(spread) > 1:
+            candidates.append((spread, self.comm_fraction * (len(spread) - 1)))
+        best: tuple[float, Alloc] | None = None
+        for alloc, comm in candidates:
+            f = job.utility({self.types[h] for h, _ in alloc})
+            value = self.cost(state, alloc) + comm * f - f
+            if value < 0 and (best is None or value < best[0]):
+                best = (value, alloc)
+        return best
+
+    @staticmethod
+    def take(state: tuple[int, ...], alloc: Alloc) -> tuple[int, ...]:
+        free = list(state)
+        for h, x in alloc:
+            free[h] -= x
+        return tuple(free)
+
+    def dp(self, jobs: list[JobView], state: tuple[int, ...]) -> tuple[float, dict[int, Alloc]]:
+        """Algorithm 2 DP: the subset of ``jobs`` (each allocated by FIND_ALLOC in order) of least
+        total ``cost - utility``, as (value, job index -> allocation)."""
+
+        @lru_cache(maxsize=None)
+        def solve(i: int, s: tuple[int, ...]) -> tuple[float, tuple[tuple[int, tuple], ...]]:
+            if i == len(jobs):
+                return 0.0, ()
+            best = solve(i + 1, s)  # skip job i
+            found = self.find_alloc(jobs[i], s)
+            if found is not None:
+                value, alloc = found
+                rest_value, rest = solve(i + 1, self.take(s, alloc))
+                if value + rest_value < best[0]:
+                    best = (value + rest_value, ((jobs[i].idx, tuple(alloc)), *rest))
+            return best
+
+        value, chosen = solve(0, state)
+        return value, {idx: list(alloc) for idx, alloc in chosen}
+
+
+def job_view(job: Job, now: float, remaining: float, table: ThroughputTable | None, cluster: ClusterSpec) -> JobView:
+    """A queued job's allocator view: iterations from its work and the reference throughput."""
+    speed = job_speedups(table, cluster, job)
+    if table is not None and job.model in table:
+        ref = table.throughput(job.model, job.num_gpus, table.reference)
+    else:
+        ref = 1.0
+    return JobView(job.idx, int(job.num_gpus), job.work * ref, remaining * ref, now - job.submit,
+                   {t: s * ref for t, s in speed.items()})  # fmt: skip
+
+
+class Hadar(RoundPolicy):
+    """Task-level heterogeneity-aware primal-dual scheduler (Algorithms 1 and 2)."""
+
+    name = "hadar"
+
+    def __init__(self, *, round_s: float = 360.0, eta: float = 1.0, comm_fraction: float = 0.05, dp_window: int = 8,
+                 replan: bool = True, mix_types: bool = True, table: ThroughputTable | None = GAVEL_BUILTIN) -> None:  # fmt: skip
+        super().__init__(round_s)
+        self.replan = replan
+        self.mix_types = mix_types
+        self.dirty = True
+        if dp_window < 0 or comm_fraction < 0:
+            raise ConfigError("hadar: dp_window and comm_fraction must be non-negative")
+        self.eta = eta
+        self.comm_fraction = comm_fraction
+        self.dp_window = dp_window
+        self.table = table
+
+    def on_arrival(self, ctx: Context, job: Job) -> None:
+        super().on_arrival(ctx, job)
+        self.dirty = True
+
+    def on_finish(self, ctx: Context, job: Job) -> None:
+        self.dirty = True
+
+    def plan(self, ctx: Context) -> dict[int, Alloc]:
+        if not self.dirty:  # no job arrived or finished since the last round: nothing to decide
+            return {job.idx: held(job) for job in ctx.running.values()}
+        self.dirty = False
+        if self.replan:
+            target: dict[int, Alloc] = {}
+            queue = list(ctx.active.values())
+            state = tuple(n.num_gpus for n in ctx.cluster.nodes)
+        else:
+            target = {job.idx: held(job) for job in ctx.running.values()}
+            queue = [j for j in ctx.active.values() if j.state == PENDING]
+            state = tuple(ctx.state.free)
+            if not queue or not any(state):
+                return target
+        views, alloc = self.allocator(ctx, queue)
+        chosen, _ = self.allocate(views, alloc, state)
+        target.update(chosen)
+        return target
+
+    def allocator(self, ctx: Context, queue: list[Job]) -> tuple[list[JobView], Allocator]:
+        """The queue's views and the allocator priced on them (horizon: see the module docstring)."""
+        views = [job_view(j, ctx.now, ctx.remaining(j), self.table, ctx.cluster) for j in queue]
+        slowest = [v.left / min(r for r in v.rate.values() if r > 0) for v in views]
+        horizon = sum(v.gpus * s for v, s in zip(views, slowest)) / ctx.cluster.total_gpus + max(slowest)
+        alloc = Allocator(ctx.cluster, views, eta=self.eta, comm_fraction=self.comm_fraction, horizon=horizon,
+                          mix_types=self.mix_types)  # fmt: skip
+        return views, alloc
+
+    def allocate(self, views: list[JobView], alloc: Allocator, state: tuple[int, ...]
+                 ) -> tuple[dict[int, Alloc], tuple[int, ...]]:  # fmt: skip
+        """Algorithm 2 over the queue: the DP over its first ``dp_window`` jobs, then greedily;
+        returns the allocations and the server state left."""
+        _, chosen = alloc.dp(views[: self.dp_window], state)
+        for a in chosen.values():
+            state = alloc.take(state, a)
+        for v in views[self.dp_window :]:
+            if not any(state):
+                break
+            found = alloc.find_alloc(v, state)
+            if found is not None:
+                chosen[v.idx] = found[1]
+                state = alloc.take(state, found[1])
+        return chosen, state
+

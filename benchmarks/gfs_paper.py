@@ -83,9 +83,10 @@ def cells(table: str) -> list[Cell]:
     raise SystemExit(f"unknown table {table!r}")
 
 
-def run_cell(cell: Cell, jobs: int, seed: int) -> dict[str, Any]:
+def run_cell(cell: Cell, jobs: int, seed: int, arrival_scale: float) -> dict[str, Any]:
     """One simulation of ``cell``: the per-class metrics of every job of the run."""
-    wspec = WorkloadSpec(synthetic="gfs-a100", jobs=jobs, seed=seed, options={"spot_scale": float(cell.spot_scale)})
+    wspec = WorkloadSpec(synthetic="gfs-a100", jobs=jobs, seed=seed, options={"spot_scale": float(cell.spot_scale)},
+                         arrival_scale=None if arrival_scale == 1 else arrival_scale)  # fmt: skip
     summary = simulate_run(RunSpec(wspec, "gfs-a100", cell.policy, seed=seed, params=cell.params), None)
     hp, spot = summary["classes"]["hp"], summary["classes"]["spot"]
     e = spot.get("eviction_rate")
@@ -164,6 +165,8 @@ def main() -> None:
     parser.add_argument("table", choices=("table5", "table6", "ablation", "all"))
     parser.add_argument("--jobs", type=int, default=40000, help="gfs-a100 jobs at spot scale 1 (Table 3: 165,038)")
     parser.add_argument("--seeds", default="0", help="comma-separated seeds; tables show mean ± std")
+    parser.add_argument("--arrival-scale", type=float, default=1.0,
+                        help="multiply every arrival rate (HP and spot) by K: a contention sweep, 1 = Table 3's rates")
     parser.add_argument("--processes", type=int, default=os.cpu_count() or 1)
     parser.add_argument("--write-doc", type=Path, default=None, help="Markdown file whose gfs-paper blocks to rewrite")
     args = parser.parse_args()
@@ -172,9 +175,10 @@ def main() -> None:
         todo = cells(name)
         t0 = time.perf_counter()
         with ProcessPoolExecutor(max_workers=args.processes) as pool:
-            futures = {(c.label, s): pool.submit(run_cell, c, args.jobs, s) for c in todo for s in seeds}
+            futures = {(c.label, s): pool.submit(run_cell, c, args.jobs, s, args.arrival_scale) for c in todo for s in seeds}
             rows = [(c, [futures[c.label, s].result() for s in seeds]) for c in todo]
-        title = (f"`python benchmarks/gfs_paper.py {name} --jobs {args.jobs} --seeds {args.seeds}` "
+        scale = "" if args.arrival_scale == 1 else f" --arrival-scale {args.arrival_scale:g}"
+        title = (f"`python benchmarks/gfs_paper.py {name} --jobs {args.jobs} --seeds {args.seeds}{scale}` "
                  f"({time.perf_counter() - t0:.0f} s wall with {args.processes} processes)")  # fmt: skip
         text = f"{title}\n\n{render(rows)}\n\n{directions(name, rows)}\n"
         print(f"## {name}\n\n{text}", flush=True)

@@ -35,6 +35,18 @@ def test_colocation_slows_both_and_partner_speeds_up_when_one_leaves() -> None:
     assert res.timeseries["gpus_busy"].max() == 1.0
 
 
+def test_end_time_is_the_last_change_not_a_stale_finish_event() -> None:
+    script = {
+        0.0: lambda ctx, jobs: ctx.start(jobs["a"], [(0, 1)]),
+        20.0: lambda ctx, jobs: ctx.colocate(jobs["b"], jobs["a"]),  # a's finish moves from 100 to 180
+        60.0: lambda ctx, jobs: ctx.preempt(jobs["b"]),  # a alone again: 60 left at 60, done at 120
+    }
+    cfg = SimConfig(checkpoint_s=0, restore_s=0, restart_s=0, colocation_factor=0.5)
+    res = simulate([job("a", 0, 1, 100.0), job("b", 0, 1, 1000.0)], cluster([1], max_jobs_per_gpu=2), Scripted(script), cfg)
+    assert by_id(res).loc["a", "end_s"] == pytest.approx(120.0)
+    assert res.meta["end_time_s"] == pytest.approx(120.0)  # a's stale finish events (180, b's) end nothing
+
+
 def test_colocation_is_refused_beyond_max_jobs_per_gpu() -> None:
     def act(ctx: Simulation, jobs: dict) -> None:
         ctx.start(jobs["a"], [(0, 1)])

@@ -211,6 +211,7 @@ class Simulation:
         nxt = 0
         steps = 0
         next_report = wall0
+        last_change = self.now
         policy.setup(self)
         while True:
             steps += 1
@@ -221,6 +222,7 @@ class Simulation:
             t_evt = heap[0][0] if heap else INF
             t = t_arr if t_arr < t_evt else t_evt
             if t == INF:
+                self.now = last_change  # stale finish events after the last change end nothing
                 break
             if t > horizon:
                 self.now = horizon
@@ -248,6 +250,7 @@ class Simulation:
                 nxt += 1
                 changed = True
             if changed:
+                last_change = t
                 policy.schedule(self)
                 self._record()
         result = self._collect(nxt, time.perf_counter() - wall0)

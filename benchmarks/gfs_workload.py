@@ -1,6 +1,6 @@
 """The ``gfs-a100`` workload against the GFS paper's setup (Duan et al., ASPLOS '26, §4.1, Tables 3 and 5).
 
-Writes three tables into ``docs/gfs-workload.md`` (between its ``<!-- begin NAME -->`` and
+Writes two tables into ``docs/gfs-workload.md`` (between its ``<!-- begin NAME -->`` and
 ``<!-- end NAME -->`` markers) and prints them:
 
 * ``calibration``: each published figure the profile reproduces beside its value on a
@@ -8,55 +8,28 @@ Writes three tables into ``docs/gfs-workload.md`` (between its ``<!-- begin NAME
 * ``load``: the GPUs the HP and spot tasks would hold if each ran from its submission for its
   duration (no queueing), as a share of the 2,296 GPUs: on average and at the daily peak (the
   highest 5-minute sample of each day, averaged over the days, and the highest of all), over
-  the arrival window less its first day (the cluster fills over a few hours);
-* ``table5`` (unless ``--no-compare``): the paper's five policies on the ``gfs-a100`` cluster at
-  spot scale 1, 2 and 4 (``--compare-jobs`` tasks at scale 1, default all 165,038), per class
-  over all tasks, each figure beside the paper's Table 5 value, plus the run's wall time.
+  the arrival window less its first day (the cluster fills over a few hours).
 
-    python benchmarks/gfs_workload.py                        # all three tables, full size
-    python benchmarks/gfs_workload.py --no-compare           # calibration and load only (seconds)
-    python benchmarks/gfs_workload.py --compare-jobs 20000   # a shorter comparison (11 days)
+The schedulers on this workload: ``benchmarks/gfs_paper.py`` (docs/gfs.md).
+
+    python benchmarks/gfs_workload.py                        # both tables (seconds)
 """
 
 from __future__ import annotations
 
 import argparse
 import re
-import tempfile
-import time
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from schedlab.experiments.run import RunSpec, WorkloadSpec, compare_runs
 from schedlab.workload.synthetic import GFS_A100_TASKS, PROFILES, generate
 
 DOC = Path(__file__).resolve().parents[1] / "docs" / "gfs-workload.md"
 CLUSTER_GPUS = 2296
 FULL = sum(GFS_A100_TASKS.values())
 POD_GPUS = (0.5, 1.0, 2.0, 4.0, 8.0)
-POLICIES = ("yarn-cs-preempt", "chronus", "lyra", "fgd", "gfs")
-# Table 5 (a) low, (b) medium, (c) high spot workload: HP JCT-p99, HP JCT, HP JQT, spot JCT,
-# spot JQT (s) and spot eviction rate (%; Chronus's is not reported).
-TABLE5: dict[int, dict[str, tuple[float, ...]]] = {
-    1: {"yarn-cs-preempt": (29308.5, 17865.9, 77.4, 13287.4, 3110.2, 2.32),
-        "chronus": (32580.0, 19925.8, 71.4, 12068.2, 724.7, np.nan),
-        "lyra": (29304.5, 17863.5, 114.9, 12473.2, 2360.9, 1.30),
-        "fgd": (29308.5, 17905.3, 116.8, 15680.9, 4887.7, 17.32),
-        "gfs": (29304.5, 17777.1, 28.4, 10438.7, 323.0, 0.74)},
-    2: {"yarn-cs-preempt": (29308.5, 17891.5, 102.9, 15866.3, 5087.4, 16.74),
-        "chronus": (32580.0, 19930.0, 76.0, 12538.4, 1211.7, np.nan),
-        "lyra": (29304.5, 17862.3, 113.7, 15107.9, 5016.8, 1.78),
-        "fgd": (29308.5, 17900.0, 111.5, 16168.0, 5450.5, 15.36),
-        "gfs": (29304.5, 17776.7, 27.7, 10715.3, 575.4, 1.21)},
-    4: {"yarn-cs-preempt": (29308.5, 17892.3, 103.9, 17221.1, 6494.5, 14.94),
-        "chronus": (32580.0, 20084.3, 230.7, 15373.0, 4039.2, np.nan),
-        "lyra": (29304.5, 17867.8, 119.1, 21123.7, 11026.5, 1.63),
-        "fgd": (29308.5, 17901.0, 112.5, 20741.3, 10110.6, 12.99),
-        "gfs": (29304.5, 17780.3, 30.3, 13117.1, 2901.0, 1.24)},
-}  # fmt: skip
 
 
 def _pct(x: float, digits: int = 2) -> str:
@@ -151,42 +124,6 @@ def load_table(n_jobs: int, seed: int) -> str:
     return "\n".join(lines)
 
 
-def run_scale(scale: int, n_jobs: int, seed: int, processes: int) -> list[dict[str, Any]]:
-    """The five policies on one spot scale; their summaries (in ``POLICIES`` order)."""
-    wspec = WorkloadSpec(synthetic="gfs-a100", jobs=n_jobs, seed=seed, options={"spot_scale": scale})
-    specs = [RunSpec(wspec, "gfs-a100", p, seed=seed) for p in POLICIES]
-    with tempfile.TemporaryDirectory() as scratch:
-        return compare_runs(specs, Path(scratch), processes=processes)
-
-
-def _cell(ours: float | None, paper: float, digits: int = 0) -> str:
-    mine = "-" if ours is None or ours != ours else f"{ours:,.{digits}f}"
-    return mine if paper != paper else f"{mine} ({paper:,.{digits}f})"
-
-
-def table5(n_jobs: int, seed: int, processes: int) -> str:
-    """Markdown: per spot scale, each policy's figures beside Table 5's (in brackets)."""
-    head = ("| spot | policy | HP JCT-p99 s | HP JCT s | HP JQT s | spot JCT s | spot JQT s | spot e % | "
-            "GPU alloc % | wall s |")  # fmt: skip
-    lines = [head, "|" + "---|" * 10]
-    for scale in (1, 2, 4):
-        t0 = time.perf_counter()
-        summaries = run_scale(scale, n_jobs, seed, processes)
-        print(f"spot x{scale}: {time.perf_counter() - t0:.0f} s for {len(POLICIES)} policies", flush=True)
-        for policy, s in zip(POLICIES, summaries, strict=True):
-            hp, spot = s["classes"]["hp"], s["classes"]["spot"]
-            paper = TABLE5[scale][policy]
-            evict = spot.get("eviction_rate")
-            lines.append(
-                f"| x{scale} | {policy} | {_cell(hp['jct_p99_s'], paper[0])} | {_cell(hp['jct_mean_s'], paper[1])} | "
-                f"{_cell(hp['queue_mean_s'], paper[2])} | {_cell(spot['jct_mean_s'], paper[3])} | "
-                f"{_cell(spot['queue_mean_s'], paper[4])} | "
-                f"{_cell(None if evict is None else 100 * evict, paper[5], 2)} | "
-                f"{100 * s['gpu_alloc_rate']:.1f} | {s['sim_wall_s']:.0f} |"
-            )
-    return "\n".join(lines)
-
-
 def write_section(text: str, name: str, body: str) -> str:
     """``text`` with the lines between ``<!-- begin name -->`` and ``<!-- end name -->`` replaced."""
     pattern = re.compile(rf"(<!-- begin {name} -->\n).*?(<!-- end {name} -->)", re.S)
@@ -198,10 +135,7 @@ def write_section(text: str, name: str, body: str) -> str:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--jobs", type=int, default=FULL, help="tasks at spot scale 1 for the calibration and load")
-    parser.add_argument("--compare-jobs", type=int, default=FULL, help="tasks at spot scale 1 for the comparison")
-    parser.add_argument("--no-compare", action="store_true", help="skip the policy comparison")
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--processes", type=int, default=2)
     parser.add_argument("--doc", type=Path, default=DOC, help="the page whose marked sections are rewritten")
     args = parser.parse_args()
     profile = PROFILES["gfs-a100"]
@@ -210,8 +144,6 @@ def main() -> None:
         "calibration": calibration(generate("gfs-a100", args.jobs, seed=args.seed)),
         "load": load_table(args.jobs, args.seed),
     }
-    if not args.no_compare:
-        sections["table5"] = table5(args.compare_jobs, args.seed, args.processes)
     text = args.doc.read_text()
     for name, body in sections.items():
         print(f"\n{name}\n{body}")

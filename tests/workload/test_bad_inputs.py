@@ -229,7 +229,7 @@ CASES: dict[str, Case] = {
     "csv-map-unknown-canonical": one("csv", "jobs.csv", JOBS, "unknown canonical", "'gpu_count'",
                                      args=(*MAP, "--map", "gpu_count=gpus")),
     "csv-bad-time-unit": one("csv", "jobs.csv", JOBS, "time unit", "'days'", args=(*MAP[:-1], "days")),
-    "csv-zero-gpus": one("csv", "jobs.csv", JOBS + "b,4,0,3,y\n", "row 2", "'gpus'", "0 GPUs", "--skip-cpu-jobs",
+    "csv-zero-gpus": one("csv", "jobs.csv", JOBS + "b,4,0,3,y\n", "row 2", "'gpus'", "0 GPUs", "--skip cpu",
                          command="simulate", args=(*MAP, "--cluster", "uniform:2x8")),
     "csv-who-not-utf8": one("csv", "jobs.csv", JOBS + "b,4,1,3,\udcc3(\n", "row 2", "'who'", "UTF-8",
                             command="characterize", args=MAP),

@@ -172,6 +172,23 @@ CASES: dict[str, Case] = {
     "tiresias-too-big": one("tiresias", "t.csv", CHRONUS + "1,vc_b,64,5500,760,alexnet,9,6,235,10,0,strict\n",
                             "row 2", "'num_gpu'", "64 GPUs", "at most 16",
                             command="simulate", args=("--cluster", "uniform:2x8")),
+    "tiresias-bad-time-unit": one("tiresias", "t.csv", CHRONUS, "time unit", "'days'", "'min'",
+                                  args=("--time-unit", "days")),
+    "philly-csv-bad-skip-rule": one("philly", "trace.csv", CHRONUS, "skip rule", "'gpus=0'", "cpu",
+                                    args=("--skip", "gpus=0")),
+    "philly-json-time-unit": one("philly", "cluster_job_log", philly(), "dates", "time unit", args=("--time-unit", "min")),
+    "chronus-prefix-leaves-unknown-vc": one(
+        "philly", "trace.csv", CHRONUS + "1,vc_6214e9,1,5602,760,alexnet,106,6,235,10,0,strict\n"
+        "2,team_x,1,5603,760,alexnet,106,6,235,10,0,strict\n",
+        "row 1", "'a', 'team_x'", "2 in all", "'user'", "philly", "drop", "rename",
+        command="simulate", args=("--cluster", "philly", "--tenant-prefix", "vc_")),
+    "tenant-map-repeated": with_file("tiresias", "t.csv", CHRONUS,
+                                     {"map.csv": "trace_tenant,cluster_tenant\nvc_a,6214e9\nvc_a,0e4a51\n"},
+                                     "map.csv", "row 2", "'trace_tenant'", "repeated",
+                                     command="simulate", args=("--cluster", "philly", "--tenant-map", "{dir}/map.csv")),
+    "tenant-map-missing-column": with_file("tiresias", "t.csv", CHRONUS, {"map.csv": "trace_tenant,to\nvc_a,6214e9\n"},
+                                           "map.csv", "'cluster_tenant'", "missing",
+                                           command="characterize", args=("--tenant-map", "{dir}/map.csv")),
     # --- pollux-philly --------------------------------------------------------------------------
     "pollux-bad-timestamp": one("pollux-philly", "philly.csv", POLLUX + "yesterday,20.0,2,40.0,6214e9\n",
                                 "row 2", "'timestamp'", "'yesterday'"),

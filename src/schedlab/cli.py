@@ -445,7 +445,7 @@ def characterize(
 ) -> None:
     """Characterise a workload as in Hu et al. (SC '21, Helios) section 3: PNG plots and an HTML page.
 
-    Hourly usage and submissions, monthly trends, per-VC utilisation, duration and GPU-demand CDFs, final states by GPU demand, GPU time and queueing by user; an analysis the trace lacks data for is skipped with a note.
+    Hourly usage and submissions, monthly trends, per-VC utilisation, duration and GPU-demand CDFs, final states by GPU demand, GPU time and queueing by user, queueing delay by VC and over time (from the start times a trace records: helios, philly JSON, pai, openb, csv with queue_s); an analysis the trace lacks data for is skipped with a note.
 
     Examples:
 

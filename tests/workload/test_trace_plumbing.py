@@ -174,3 +174,11 @@ def test_chronus_mix2_in_minutes_on_the_philly_preset(shared_data: Path, tmp_pat
     assert jobs["duration_s"].median() == 3600.0  # the median of 60 minutes
     summary = json.loads((out / "summary.json").read_text())
     assert summary["cluster"] == "philly" and len(summary["tenants"]) == 11
+
+
+def test_a_start_before_the_submission_leaves_the_delay_unknown(tmp_path: Path) -> None:
+    path = tmp_path / "jobs.csv"
+    path.write_text("job_id,submit_s,num_gpus,duration_s,queue_s\na,0,1,10,5\nb,5,1,10,-3\n")
+    w = load_trace(path, "csv")
+    assert w.jobs["queue_s"].iloc[0] == 5 and np.isnan(w.jobs["queue_s"].iloc[1])
+    assert w.meta["start_before_submit"] == 1

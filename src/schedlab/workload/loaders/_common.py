@@ -316,7 +316,9 @@ def finish(
 
     ``jobs`` holds canonical columns (absolute times in seconds after ``origin``); ``fields`` maps
     canonical column names to the source fields an error should name instead. Skip rules (see
-    :func:`skip_rules`) see times in seconds before the shift; their rows add to ``skipped``.
+    :func:`skip_rules`) see times in seconds before the shift; their rows add to ``skipped``. A
+    negative ``queue_s`` (a start before the submission) becomes unknown (NaN), counted in
+    ``meta["start_before_submit"]``.
     """
     jobs = jobs.reset_index(drop=True).assign(source_row=rows)
     rules = skip_rules(skip)
@@ -333,6 +335,13 @@ def finish(
             jobs[col] = pd.to_numeric(jobs[col], errors="coerce") - shift
     if origin is not None:
         origin = origin + pd.Timedelta(seconds=shift)
+    meta = dict(meta or {})
+    if "queue_s" in jobs.columns:  # a start recorded before the submission: the delay is unknown
+        queue = pd.to_numeric(jobs["queue_s"], errors="coerce")
+        early = (queue < 0).to_numpy()
+        jobs["queue_s"] = queue.where(~early)
+        if early.any():
+            meta["start_before_submit"] = int(early.sum())
     try:
         table = canonical_frame(jobs, source=source)
     except InputError as err:
@@ -343,7 +352,7 @@ def finish(
         source=source,
         origin=origin,
         skipped=dict(skipped or {}),
-        meta=dict(meta or {}),
+        meta=meta,
         fields=dict(fields or {}),
     )
 

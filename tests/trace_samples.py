@@ -33,7 +33,9 @@ GFS = (
     "job_name,organization,gpu_model,cpu_request,gpu_request,worker_num,submit_time,duration,job_type\n"
     "g1,13,A10,20,1,1,10,20,HP\ng2,14,A10,20,1,2,70,60,Spot\ng3,14,A10,20,0,1,80,60,HP\ng4,13,A10,20,1,1,1450,120,HP\n"
 )
-PAI_JOBS = "j1,i1,u1,Terminated,10,40\nj2,i2,u2,Terminated,70,160\nj3,i3,u2,Terminated,80,90\nj4,i4,u1,Failed,1450,1600\n"
+PAI_JOBS = (
+    "j1,i1,u1,Terminated,10,40\nj2,i2,u2,Terminated,70,160\nj3,i3,u2,Terminated,80,90\nj4,i4,u1,Failed,1450,1600\n"
+)
 PAI_TASKS = (
     "j1,worker,1.0,Terminated,15,40,600.0,29.3,100.0,T4\nj2,worker,2.0,Terminated,100,160,600.0,29.3,100.0,V100\n"
     "j3,worker,1.0,Terminated,80,90,600.0,29.3,,\nj4,worker,1.0,Failed,1455,1600,600.0,29.3,100.0,T4\n"
@@ -44,7 +46,10 @@ OPENB = (
     "p3,4000,1024,0,0,,BE,Succeeded,80,90,80\np4,4000,1024,1,500,,LS,Succeeded,1450,1575,1455\n"
 )
 ITP = "job_id,submission_time,duration,num_gpu\ne1,10,20,1\ne2,70,60,2\ne3,80,60,0\ne4,1450,120,1\n"
-CSV = "job_id,submit_s,num_gpus,duration_s,tenant,queue_s\nc1,10,1,20,t1,5\nc2,70,2,60,t2,30\nc3,80,0,60,t2,0\nc4,1450,1,120,t1,5\n"
+CSV = (
+    "job_id,submit_s,num_gpus,duration_s,tenant,queue_s\n"
+    "c1,10,1,20,t1,5\nc2,70,2,60,t2,30\nc3,80,0,60,t2,0\nc4,1450,1,120,t1,5\n"
+)
 
 
 def _philly_job(jobid: str, vc: str, gpus: int, submitted: str, start: str, end: str) -> dict:

@@ -96,8 +96,8 @@ def rename_tenants(w: Workload, mapping: Mapping[str, str] | None = None, prefix
     names = {t: renamed(t, mapping or {}, prefix) for t in old.unique()}
     changed = {t: n for t, n in names.items() if n != t}
     jobs = w.jobs.assign(tenant=old.map(names))
-    record = {"op": "rename_tenants", "prefix": prefix, "renamed": changed, "jobs_renamed": int(old.isin(changed).sum()),
-              "removed": 0}  # fmt: skip
+    renamed_jobs = int(old.isin(list(changed)).sum())
+    record = {"op": "rename_tenants", "prefix": prefix, "renamed": changed, "jobs_renamed": renamed_jobs, "removed": 0}
     return _result(w, jobs, record)
 
 

@@ -14,7 +14,15 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from schedlab.workload.loaders._common import apply_skips, datetimes, finish, numbers, read_csv, seconds_per, seconds_since
+from schedlab.workload.loaders._common import (
+    apply_skips,
+    datetimes,
+    finish,
+    numbers,
+    read_csv,
+    seconds_per,
+    seconds_since,
+)
 from schedlab.workload.schema import Workload
 
 REQUIRED = ("timestamp", "duration", "num_gpus")

@@ -1,17 +1,17 @@
 """Tiresias-style job traces and the Philly-derived Chronus traces built on that format.
 
 Schema: README of github.com/SymbioticLab/Tiresias (``job_id, num_gpu, submit_time, iterations,
-model_name, duration, interval``; times in seconds, the default ``time_unit``) and github.com/S-Lab-System-Group/ChronusArtifact,
-whose ``trace_job_Philly_*.csv`` add ``user`` (the Philly VC id, prefixed ``vc_``),
-``expect_time_list`` (deadlines after submission, several joined by ``-`` for soft jobs),
-``expect_value_list``, ``best_effort`` (1 = no deadline) and ``job_type``.
+model_name, duration, interval``; times in seconds, the default ``time_unit``) and
+github.com/S-Lab-System-Group/ChronusArtifact, whose ``trace_job_Philly_*.csv`` add ``user`` (the
+Philly VC id, prefixed ``vc_``), ``expect_time_list`` (deadlines after submission, several joined by
+``-`` for soft jobs), ``expect_value_list``, ``best_effort`` (1 = no deadline) and ``job_type``.
 
 ``user`` is both the user and the tenant (it is the VC); a job's deadline is its first (strictest)
 expected time; ``model_name`` becomes ``model``. Jobs with ``num_gpu == 0`` are skipped as CPU jobs.
 
 The Chronus ``trace_job_Philly_*.csv`` files are in minutes, not seconds: their ``submit_time`` runs
-1-20,151, i.e. 14 days of 1,440 minutes (the span of the Philly excerpt they draw from), and
-``duration`` has a median of 60. Load them with ``time_unit="min"``; ``time_unit`` scales
+1-20,151, i.e. 14 days of 1,440 minutes (their repository states no unit), and ``duration`` has a
+median of 60. Load them with ``time_unit="min"``; ``time_unit`` scales
 ``submit_time``, ``duration`` and ``expect_time_list``.
 """
 

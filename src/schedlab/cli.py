@@ -54,8 +54,11 @@ WindowOpt = Annotated[Optional[str], typer.Option("--window", help="Keep jobs su
 SampleOpt = Annotated[Optional[int], typer.Option("--sample", min=1, help="Keep a random sample of N jobs.")]
 ArrivalOpt = Annotated[Optional[float], typer.Option("--arrival-scale", min=0.01, help="Load x K: compress inter-arrival gaps by K.")]
 MapOpt = Annotated[Optional[list[str]], typer.Option("--map", help="For --format csv: CANONICAL=SOURCE column mapping, e.g. --map submit_s=submitted --map duration_s=runtime (repeat).")]
-TimeUnitOpt = Annotated[Optional[str], typer.Option("--time-unit", help="For --format csv: unit of submit and duration columns (s, ms, min, h).")]
-SkipCpuOpt = Annotated[bool, typer.Option("--skip-cpu-jobs", help="For --format csv: skip rows that ask for 0 GPUs instead of failing on them.")]
+TimeUnitOpt = Annotated[Optional[str], typer.Option("--time-unit", help="Unit of the trace's numeric time fields (submit, duration, start/end): s, ms, min or h (default: the format's, s; Chronus trace_job_Philly_*.csv are in min).")]
+SkipCpuOpt = Annotated[bool, typer.Option("--skip-cpu-jobs", help="Same as --skip cpu.")]
+SkipOpt = Annotated[Optional[list[str]], typer.Option("--skip", help="Leave out jobs (counted under skipped): 'cpu' (0 GPUs) or COLUMN OP VALUE on a canonical column, OP one of < <= > >= == !=, times in seconds, e.g. --skip 'duration_s<60' (repeat).")]
+TenantPrefixOpt = Annotated[Optional[str], typer.Option("--tenant-prefix", help="Strip this prefix from tenant names, e.g. vc_ to match the philly preset's VCs.")]
+TenantMapOpt = Annotated[Optional[Path], typer.Option("--tenant-map", help="CSV trace_tenant,cluster_tenant: rename tenants (before --tenant-prefix).")]
 TrainUntilOpt = Annotated[Optional[float], typer.Option("--train-until", min=0, help="Train/test split at HOURS from the trace start: jobs finished before it are history for predictors (qssf); only jobs submitted from it on are simulated.")]
 HorizonOpt = Annotated[Optional[float], typer.Option("--horizon", min=0.001, help="Stop at this simulated time (hours); unfinished jobs are reported.")]
 RestoreOpt = Annotated[float, typer.Option("--restore-s", min=0, help="Seconds to restore a paused or migrated job from its checkpoint.")]
@@ -85,10 +88,11 @@ ForecastSeedOpt = _seed_opt("the synthetic trace and the forecasters' training")
 
 def _workload_spec(
     trace: Path | None = None, *, window: str | None = None, mapping: list[str] | None = None,
-    time_unit: str | None = None, skip_cpu_jobs: bool = False, **fields,
+    time_unit: str | None = None, skip_cpu_jobs: bool = False, skip: list[str] | None = None,
+    tenant_map: Path | None = None, **fields,
 ) -> WorkloadSpec:
     """A :class:`WorkloadSpec` from the command line's workload options; ``fields`` are its own
-    fields as given (fmt, synthetic, jobs, seed, load, sample, arrival_scale)."""
+    fields as given (fmt, synthetic, jobs, seed, load, sample, arrival_scale, tenant_prefix)."""
     from schedlab.experiments.run import WorkloadSpec, parse_window
 
     options: dict = {}
@@ -96,10 +100,14 @@ def _workload_spec(
         options["columns"] = _pairs(mapping, "--map", "CANONICAL=SOURCE, e.g. --map duration_s=runtime")
     if time_unit:
         options["time_unit"] = time_unit
-    if skip_cpu_jobs:
-        options["skip_cpu_jobs"] = True
+    rules = list(dict.fromkeys([*(["cpu"] if skip_cpu_jobs else []), *(skip or [])]))
+    if rules:
+        options["skip"] = tuple(rules)
+    if options and trace is None:
+        raise ConfigError("--map, --time-unit and --skip apply to a trace (--trace), not a synthetic workload")
     return WorkloadSpec(trace=str(trace) if trace is not None else None, window_s=parse_window(window),
-                        options=options, **fields)  # fmt: skip
+                        options=options, tenant_map=str(tenant_map) if tenant_map is not None else None,
+                        **fields)  # fmt: skip
 
 
 def _run_options(
@@ -117,6 +125,9 @@ def _run_options(
     mapping: MapOpt = None,
     time_unit: TimeUnitOpt = None,
     skip_cpu_jobs: SkipCpuOpt = False,
+    skip: SkipOpt = None,
+    tenant_prefix: TenantPrefixOpt = None,
+    tenant_map: TenantMapOpt = None,
     train_until: TrainUntilOpt = None,
     spot_scale: SpotScaleOpt = None,
     param: ParamOpt = None,
@@ -138,7 +149,8 @@ def _run_options(
 
     wspec = _workload_spec(trace, fmt=fmt, synthetic=synthetic, jobs=jobs, seed=seed, load=load, window=window,
                            sample=sample, arrival_scale=arrival_scale, mapping=mapping, time_unit=time_unit,
-                           skip_cpu_jobs=skip_cpu_jobs)  # fmt: skip
+                           skip_cpu_jobs=skip_cpu_jobs, skip=skip, tenant_prefix=tenant_prefix,
+                           tenant_map=tenant_map)  # fmt: skip
     if train_until is not None:
         wspec = replace(wspec, train_until_s=train_until * 3600)
     if spot_scale is not None:
@@ -270,8 +282,8 @@ def simulate(
 
       schedlab simulate --synthetic venus --jobs 20000 --policy sjf --out runs/sjf
 
-      schedlab simulate --trace ../shared/data/chronus/trace_job_Philly_MIX2.csv --format philly
-      --cluster uniform:100x8 --policy tiresias --out runs/tiresias
+      schedlab simulate --trace ../shared/data/chronus/trace_job_Philly_MIX2.csv --format philly --time-unit min
+      --cluster philly --tenant-prefix vc_ --policy tiresias --out runs/tiresias
     """
     from schedlab.experiments.outdir import check_out
     from schedlab.experiments.run import check_names, simulate_run
@@ -426,11 +438,14 @@ def characterize(
     mapping: MapOpt = None,
     time_unit: TimeUnitOpt = None,
     skip_cpu_jobs: SkipCpuOpt = False,
+    skip: SkipOpt = None,
+    tenant_prefix: TenantPrefixOpt = None,
+    tenant_map: TenantMapOpt = None,
     force: ForceOpt = False,
 ) -> None:
     """Characterise a workload as in Hu et al. (SC '21, Helios) section 3: PNG plots and an HTML page.
 
-    Hourly usage and submissions, monthly trends, per-VC utilisation, duration and GPU-demand CDFs, final states by GPU demand, GPU time and queueing by user; an analysis the trace lacks data for is skipped with a note.
+    Hourly usage and submissions, monthly trends, per-VC utilisation, duration and GPU-demand CDFs, final states by GPU demand, GPU time and queueing by user, queueing delay by VC and over time (from the start times a trace records: helios, philly JSON, pai, openb, csv with queue_s); an analysis the trace lacks data for is skipped with a note.
 
     Examples:
 
@@ -446,7 +461,8 @@ def characterize(
         raise ConfigError("give either --trace PATH --format F or --synthetic PROFILE")
     check_out(out, force=force)
     spec = _workload_spec(trace, fmt=fmt, synthetic=synthetic, jobs=jobs, seed=seed, window=window, sample=sample,
-                          mapping=mapping, time_unit=time_unit, skip_cpu_jobs=skip_cpu_jobs)  # fmt: skip
+                          mapping=mapping, time_unit=time_unit, skip_cpu_jobs=skip_cpu_jobs, skip=skip,
+                          tenant_prefix=tenant_prefix, tenant_map=tenant_map)  # fmt: skip
     cluster_spec = load_cluster(cluster) if cluster else None
     with _run_dir(ctx, out, force, settings=spec) as stage, console.status("characterising ..."):
         paths = run_characterize(spec.build(), stage, cluster=cluster_spec)
@@ -644,7 +660,7 @@ _FORECAST_HEADERS = {"mae": "MAE (GPUs)", "mse": "MSE (GPUs²)", "rmse": "RMSE (
 
 
 _FLAGS = {"columns": "--map", "time_unit": "--time-unit", "time_format": "--time-format (Python API only)",
-          "skip_cpu_jobs": "--skip-cpu-jobs", "task_table": "task table file beside the job table (Python API only)"}  # fmt: skip
+          "skip": "--skip", "task_table": "task table file beside the job table (Python API only)"}  # fmt: skip
 
 
 @traces_app.command("list")
@@ -675,18 +691,22 @@ def traces_inspect(
     mapping: MapOpt = None,
     time_unit: TimeUnitOpt = None,
     skip_cpu_jobs: SkipCpuOpt = False,
+    skip: SkipOpt = None,
+    tenant_prefix: TenantPrefixOpt = None,
+    tenant_map: TenantMapOpt = None,
 ) -> None:
     """Show what a loader read and skipped: counts, GPU mix, duration quantiles.
 
     Examples:
 
-      schedlab traces inspect ../shared/data/chronus/trace_job_Philly_MIX2.csv --format philly
+      schedlab traces inspect ../shared/data/chronus/trace_job_Philly_MIX2.csv --format philly --time-unit min
 
       schedlab traces inspect jobs.csv --format csv --map submit_s=submitted --map duration_s=runtime --time-unit min
     """
     from schedlab.workload.inspect import describe, render_description
 
-    spec = _workload_spec(path, fmt=fmt, mapping=mapping, time_unit=time_unit, skip_cpu_jobs=skip_cpu_jobs)
+    spec = _workload_spec(path, fmt=fmt, mapping=mapping, time_unit=time_unit, skip_cpu_jobs=skip_cpu_jobs, skip=skip,
+                          tenant_prefix=tenant_prefix, tenant_map=tenant_map)  # fmt: skip
     console.print(render_description(describe(spec.build())))
 
 

@@ -23,11 +23,14 @@ from schedlab.analysis.tables import (
     gpu_seconds_per_bin,
     hourly_profile,
     monthly_trends,
+    queue_over_time,
+    queue_summary,
     running_intervals,
     top_user_share,
     user_gpu_time,
     user_queueing,
     vc_daily_usage,
+    vc_queueing,
 )
 from schedlab.cli import app
 from schedlab.cluster.presets import partitioned
@@ -37,7 +40,7 @@ from schedlab.workload.schema import Workload, canonical_frame
 from schedlab.workload.synthetic import generate
 
 ALL_PNGS = {f"{k}.png" for k in ("hourly", "monthly", "vc_usage", "durations", "gpu_demand", "final_states",
-                                 "user_gpu_time", "user_queueing")}  # fmt: skip
+                                 "user_gpu_time", "user_queueing", "vc_queueing", "queue_over_time")}  # fmt: skip
 
 
 def _jobs(**columns: list) -> pd.DataFrame:
@@ -156,6 +159,37 @@ def test_user_queueing_needs_recorded_delays() -> None:
     assert table.loc["a", "mean_queue_s"] == 20 and table.loc["a", "share"] == pytest.approx(0.4)
 
 
+def test_queue_summary_and_vc_queueing_by_hand() -> None:
+    jobs = _jobs(submit_s=[0.0, 0.0, 0.0, 0.0, 0.0], tenant=["a", "a", "b", "b", "b"], num_gpus=[1] * 5,
+                 duration_s=[100.0, 300.0, 10.0, 10.0, 40.0])  # fmt: skip
+    with pytest.raises(ConfigError, match="queueing"):
+        vc_queueing(jobs)
+    jobs["queue_s"] = [0.0, 100.0, 30.0, 60.0, np.nan]
+    overall = queue_summary(jobs)
+    assert overall["jobs"] == 4 and overall["mean_queue_s"] == pytest.approx(47.5)
+    assert overall["queued_share"] == pytest.approx(0.75)
+    assert overall["queue_share_of_jct"] == pytest.approx(190 / (190 + 420))  # job 5 has no delay: left out
+    table = vc_queueing(jobs)
+    assert list(table.index) == ["a", "b"]  # by mean delay: a 50 s, b 45 s
+    assert table.loc["a", "mean_queue_s"] == 50 and table.loc["a", "mean_duration_s"] == 200
+    assert table.loc["b", "jobs"] == 2 and table.loc["b", "p50_queue_s"] == 45
+    assert table.loc["a", "queued_share"] == 0.5 and table.loc["b", "queued_share"] == 1.0
+    assert table.loc["b", "queue_share_of_jct"] == pytest.approx(90 / 110)
+
+
+def test_queue_over_time_bins_by_day_or_hour() -> None:
+    day = 86400.0
+    jobs = _jobs(submit_s=[0.0, 100.0, day + 5, 3 * day], num_gpus=[1] * 4, duration_s=[10.0] * 4)
+    jobs["queue_s"] = [0.0, 60.0, 30.0, 90.0]
+    table = queue_over_time(jobs, pd.Timestamp("2024-01-01"))
+    assert table.index.name == "day" and list(table.index) == ["2024-01-01", "2024-01-02", "2024-01-03", "2024-01-04"]
+    assert list(table["jobs"]) == [2, 1, 0, 1]
+    assert table["mean_queue_s"].iloc[0] == 30 and table["queued_share"].iloc[0] == 0.5
+    assert np.isnan(table["mean_queue_s"].iloc[2])  # a day without submissions
+    hourly = queue_over_time(jobs.iloc[:2], None)
+    assert hourly.index.name == "hour" and list(hourly.index) == ["hour 0"]
+
+
 # ---------------------------------------------------------------- the report
 
 
@@ -225,3 +259,24 @@ def test_cli_characterize_end_to_end(tmp_path: Path) -> None:
                  [str(tmp_path / "missing.csv"), "--format", "helios", "--out", str(out)]):  # fmt: skip
         bad = runner.invoke(app, ["characterize", *args])
         assert bad.exit_code == 2 and bad.output.count("error:") == 1, bad.output
+
+
+@pytest.mark.parametrize("fmt", ["helios", "philly", "tiresias", "pollux-philly", "gfs", "pai", "openb", "elasticflow",
+                                 "csv"])  # fmt: skip
+def test_queue_views_on_every_loader(tmp_path: Path, fmt: str) -> None:
+    from trace_samples import SAMPLES, write_sample
+
+    w = load_trace(write_sample(fmt, tmp_path), fmt, **({"skip": ("cpu",)} if fmt == "csv" else {}))
+    characterize(w, tmp_path / "out")
+    analyses = json.loads((tmp_path / "out" / "summary.json").read_text())["analyses"]
+    html = (tmp_path / "out" / "index.html").read_text()
+    if not SAMPLES[fmt][2]:
+        for key in ("vc_queueing", "queue_over_time"):
+            assert analyses[key]["figure"] is None and "records no start times" in analyses[key]["text"]
+            assert not (tmp_path / "out" / f"{key}.png").exists()
+        return
+    q = analyses["vc_queueing"]
+    assert q["figure"] == "vc_queueing.png" and (tmp_path / "out" / "vc_queueing.png").stat().st_size > 0
+    assert q["jobs"] == 3 and q["mean_queue_s"] == pytest.approx((5 + 30 + 5) / 3)  # every sample waits 5, 30, 5
+    assert analyses["queue_over_time"]["figure"] == "queue_over_time.png"
+    assert {"vc_queueing.png", "queue_over_time.png"} <= _images(html)

@@ -43,7 +43,7 @@ def test_describe(workload: Workload) -> None:
 def test_describe_empty(tmp_path: Path) -> None:
     path = tmp_path / "jobs.csv"
     path.write_text("job_id,submit_s,num_gpus,duration_s\na,0,0,10\n")
-    d = describe(load_trace(path, "csv", skip_cpu_jobs=True))
+    d = describe(load_trace(path, "csv", skip=("cpu",)))
     assert d["jobs"] == 0 and d["skipped"] == {"cpu_job": 1} and d["gpu_hours"] == 0
 
 

@@ -35,7 +35,7 @@ def test_registry_lists_every_format() -> None:
     assert set(LOADERS) == {"helios", "philly", "tiresias", "pollux-philly", "gfs", "pai", "openb", "elasticflow", "csv"}
     for name, info in LOADERS.items():
         assert info.name == name and info.description and callable(info.function)
-    assert LOADERS["csv"].options == ("columns", "time_unit", "time_format", "skip_cpu_jobs")
+    assert LOADERS["csv"].options == ("columns", "time_unit", "time_format", "skip")
 
 
 def test_unknown_format_lists_known_ones(tmp_path: Path) -> None:
@@ -44,8 +44,8 @@ def test_unknown_format_lists_known_ones(tmp_path: Path) -> None:
 
 
 def test_unknown_option_is_a_config_error(tmp_path: Path) -> None:
-    with pytest.raises(ConfigError, match="time_unit"):
-        load_trace(tmp_path / "x.csv", "helios", time_unit="s")
+    with pytest.raises(ConfigError, match="task_table"):
+        load_trace(tmp_path / "x.csv", "helios", task_table="t.csv")
 
 
 def test_missing_file(tmp_path: Path) -> None:
@@ -410,7 +410,7 @@ def test_csv_with_dates_and_canonical_names(tmp_path: Path) -> None:
 def test_csv_zero_gpus(tmp_path: Path) -> None:
     path = write(tmp_path / "jobs.csv", "job_id,submit_s,num_gpus,duration_s\na,0,1,10\nb,1,0,10\nc,2,1,10\n")
     expect_error(path, "csv", row=2, field="num_gpus")
-    w = load_trace(path, "csv", skip_cpu_jobs=True)
+    w = load_trace(path, "csv", skip=("cpu",))
     assert w.skipped == {"cpu_job": 1} and w.jobs["job_id"].tolist() == ["a", "c"]
 
 

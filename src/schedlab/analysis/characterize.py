@@ -100,6 +100,10 @@ def _key_figures(sections: list[Section]) -> list[str]:
         lines.append(", ".join(f"{s} {shares.get(s, 0.0):.1%}" for s in FINAL_STATES if s in shares) + " of jobs")
     if "user_gpu_time" in n:
         lines.append(f"GPU-time share of the top 5 % users: {n['user_gpu_time']['top_5pct_users_gpu_time_share']:.1%}")
+    if "vc_queueing" in n:
+        q = n["vc_queueing"]
+        lines.append(f"queueing: {q['queued_share']:.1%} of jobs waited, mean {duration_text(q['mean_queue_s'])}, "
+                     f"{q['queue_share_of_jct']:.1%} of total JCT")  # fmt: skip
     if "user_queueing" in n:
         lines.append(f"queueing share of the 5 % longest-waiting users: "
                      f"{n['user_queueing']['top_5pct_users_queue_share']:.1%}")  # fmt: skip

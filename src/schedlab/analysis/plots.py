@@ -180,3 +180,50 @@ def _log_time_axis(axes: Axes) -> None:
     if len(ticks) < 2:
         ticks = [float(f"{t:.2g}") for t in np.geomspace(low, high, 7)[1:-1]]
     axes.set_xticks(ticks, [duration_text(t) for t in ticks])
+
+
+def plot_vc_queueing(table: pd.DataFrame, delays: dict[str, np.ndarray]) -> Figure:
+    """Per VC (``table`` order, at most :data:`MAX_VCS`): mean queueing delay beside mean duration
+    (Helios Fig. 4 bottom) and, below, the spread of queueing delays (box p25-p75, whiskers p10-p90)."""
+    shown = table.iloc[:MAX_VCS]
+    figure = new_figure((FIGSIZE[0] * 1.2, 6.5))
+    top, bottom = figure.subplots(2, 1, sharex=True)
+    figure.suptitle(f"Queueing delay by VC ({len(shown)} of {len(table)} VCs, longest mean delay first)")
+    x = np.arange(len(shown))
+    top.bar(x - 0.2, shown["mean_queue_s"] / HOUR_S, width=0.4, color="tab:red", label="mean queueing delay")
+    top.bar(x + 0.2, shown["mean_duration_s"] / HOUR_S, width=0.4, color="tab:blue", label="mean duration")
+    top.set_ylabel("hours")
+    top.legend(loc="upper right", fontsize="small")
+    data = [np.asarray(delays[str(vc)], dtype=np.float64) / HOUR_S for vc in shown.index]
+    bottom.boxplot(data, positions=x, whis=(10, 90), showfliers=False, widths=0.6)
+    bottom.set_yscale("symlog", linthresh=1 / 60)  # linear below one minute: zero delays stay visible
+    bottom.set_ylabel("queueing delay (h)")
+    bottom.set_xticks(x, [str(v) for v in shown.index], rotation=45 if len(shown) > 6 else 0, ha="right")
+    bottom.set_xlabel("VC (tenant)")
+    for axes in (top, bottom):
+        grid(axes)
+    return figure
+
+
+def plot_queue_over_time(table: pd.DataFrame) -> Figure:
+    """Mean and p90 queueing delay of the jobs submitted in each bin (lines) and the share of them that waited."""
+    figure, axes = titled_axes(f"Queueing delay over time (by {table.index.name} of submission)")
+    x = np.arange(len(table))
+    axes.plot(x, table["mean_queue_s"] / HOUR_S, marker=".", color="tab:red", label="mean")
+    axes.plot(x, table["p90_queue_s"] / HOUR_S, marker=".", color="tab:orange", label="p90")
+    axes.set_ylabel("queueing delay (h)")
+    axes.set_ylim(bottom=0)
+    step = max(1, math.ceil(len(table) / 16))
+    axes.set_xticks(x[::step], [str(v) for v in table.index[::step]], rotation=45, ha="right")
+    axes.set_xlabel(table.index.name)
+    right = axes.twinx()
+    right.bar(x, 100.0 * table["queued_share"].fillna(0.0), color="tab:gray", alpha=0.3, label="jobs that waited")
+    right.set_ylabel("jobs that waited (%)")
+    right.set_ylim(0, 102)
+    axes.set_zorder(right.get_zorder() + 1)
+    axes.patch.set_visible(False)
+    lines, labels = axes.get_legend_handles_labels()
+    bars, bar_labels = right.get_legend_handles_labels()
+    axes.legend(lines + bars, labels + bar_labels, loc="upper left", fontsize="small")
+    grid(axes)
+    return figure

@@ -19,7 +19,9 @@ from schedlab.analysis.plots import (
     plot_gpu_demand,
     plot_hourly,
     plot_monthly,
+    plot_queue_over_time,
     plot_user_gpu_time,
+    plot_vc_queueing,
     plot_user_queueing,
     plot_vc_usage,
 )
@@ -34,11 +36,14 @@ from schedlab.analysis.tables import (
     gpu_demand,
     hourly_profile,
     monthly_trends,
+    queue_over_time,
+    queue_summary,
     recorded_queue,
     top_user_share,
     user_gpu_time,
     user_queueing,
     vc_daily_usage,
+    vc_queueing,
 )
 from schedlab.workload.schema import Workload
 
@@ -241,6 +246,56 @@ def _queue_section(trace: Trace) -> Section:
     return Section("user_queueing", title, text, plot_user_queueing(table), numbers)
 
 
+NO_QUEUE_NOTE = (
+    "Skipped: the trace records no start times, so queueing delays are unknown (formats with start "
+    "times: helios, philly JSON, pai, openb, and csv with a queue_s column)."
+)
+
+
+def _vc_queue_section(trace: Trace) -> Section:
+    title = "Queueing delay by VC"
+    if not trace.queue_known:
+        return Section("vc_queueing", title, NO_QUEUE_NOTE)
+    overall = queue_summary(trace.jobs)
+    table = vc_queueing(trace.jobs)
+    known = np.isfinite(recorded_queue(trace.jobs))
+    delays = pd.Series(recorded_queue(trace.jobs)[known]).groupby(trace.jobs["tenant"].to_numpy(dtype=object)[known])
+    spread = {str(vc): values.to_numpy() for vc, values in delays}
+    corr = None
+    if len(table) >= 3 and table["mean_queue_s"].std() > 0 and table["mean_duration_s"].std() > 0:
+        corr = float(table["mean_queue_s"].corr(table["mean_duration_s"], method="spearman"))
+    numbers = {**overall, "vcs": len(table), "queue_duration_rank_correlation": corr, "table": _records(table)}
+    longest = table.index[0]
+    corr_text = (
+        f" Across VCs, mean queueing delay and mean duration have a rank correlation of {corr:.2f}."
+        if corr is not None
+        else ""
+    )
+    text = (
+        f"{overall['jobs']:,} jobs with a recorded start: {overall['queued_share']:.1%} waited; mean delay "
+        f"{duration_text(overall['mean_queue_s'])}, p90 {duration_text(overall['p90_queue_s'])}; queueing is "
+        f"{overall['queue_share_of_jct']:.1%} of total JCT. {len(table)} VC(s); {longest} waits longest "
+        f"(mean {duration_text(table['mean_queue_s'].iloc[0])}).{corr_text}"
+    )
+    return Section("vc_queueing", title, text, plot_vc_queueing(table, spread), numbers)
+
+
+def _queue_time_section(trace: Trace) -> Section:
+    title = "Queueing delay over time"
+    if not trace.queue_known:
+        return Section("queue_over_time", title, NO_QUEUE_NOTE)
+    table = queue_over_time(trace.jobs, trace.workload.origin)
+    busy = table["mean_queue_s"].dropna()
+    worst = str(busy.idxmax())
+    numbers = {"bins": len(table), "bin": table.index.name, "worst_bin": worst,
+               "worst_bin_mean_queue_s": float(busy.max()), "table": _records(table)}  # fmt: skip
+    text = (
+        f"Mean queueing delay by {table.index.name} of submission ranges from {duration_text(float(busy.min()))} to "
+        f"{duration_text(float(busy.max()))} (worst: {worst})."
+    )
+    return Section("queue_over_time", title, text, plot_queue_over_time(table), numbers)
+
+
 SECTIONS: tuple[Callable[[Trace], Section], ...] = (
     _hourly_section,
     _monthly_section,
@@ -250,6 +305,8 @@ SECTIONS: tuple[Callable[[Trace], Section], ...] = (
     _state_section,
     _user_section,
     _queue_section,
+    _vc_queue_section,
+    _queue_time_section,
 )
 
 

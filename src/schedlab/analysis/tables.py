@@ -255,6 +255,95 @@ def _ranked(table: pd.DataFrame, column: str) -> pd.DataFrame:
     return table
 
 
+# ---------------------------------------------------------------- queueing tables
+
+
+def _queue_stats(queue: np.ndarray, duration: np.ndarray) -> dict[str, float]:
+    """Queueing statistics of a group of jobs (all with a recorded delay)."""
+    p50, p90, p99 = np.quantile(queue, (0.5, 0.9, 0.99))
+    return {
+        "jobs": int(queue.size),
+        "mean_queue_s": float(queue.mean()),
+        "p50_queue_s": float(p50),
+        "p90_queue_s": float(p90),
+        "p99_queue_s": float(p99),
+        "queued_share": float(np.mean(queue > 0)),
+        "mean_duration_s": float(duration.mean()),
+        "queue_share_of_jct": float(queue.sum() / (queue.sum() + duration.sum())),
+    }
+
+
+def _with_queue(jobs: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
+    """Jobs with a recorded delay (a boolean mask) and the delays of all jobs; ConfigError without any."""
+    queue = recorded_queue(jobs)
+    if queue is None:
+        raise ConfigError(f"the job table has no recorded queueing delay (column {QUEUE_COLUMN!r})")
+    return np.isfinite(queue), queue
+
+
+def queue_summary(jobs: pd.DataFrame) -> dict[str, float]:
+    """Over the jobs with a recorded delay: ``jobs``, mean / p50 / p90 / p99 queueing (s), the share
+    of jobs that waited at all, mean duration and queueing's share of JCT (Σ queue / Σ (queue + run))."""
+    known, queue = _with_queue(jobs)
+    return _queue_stats(queue[known], jobs["duration_s"].to_numpy(dtype=np.float64)[known])
+
+
+def vc_queueing(jobs: pd.DataFrame) -> pd.DataFrame:
+    """Per tenant (VC), jobs with a recorded delay, by mean queueing delay, longest first (Helios
+    Fig. 4 bottom: mean queueing and mean duration per VC), with the columns of :func:`queue_summary`."""
+    known, queue = _with_queue(jobs)
+    frame = pd.DataFrame({"tenant": jobs["tenant"].to_numpy(dtype=object)[known], "queue": queue[known],
+                          "duration": jobs["duration_s"].to_numpy(dtype=np.float64)[known]})  # fmt: skip
+    frame["queued"] = frame["queue"] > 0
+    grouped = frame.groupby("tenant")
+    q, total_queue, total_run = grouped["queue"], grouped["queue"].sum(), grouped["duration"].sum()
+    table = pd.DataFrame(
+        {
+            "jobs": grouped.size(),
+            "mean_queue_s": q.mean(),
+            "p50_queue_s": q.median(),
+            "p90_queue_s": q.quantile(0.9),
+            "p99_queue_s": q.quantile(0.99),
+            "queued_share": grouped["queued"].mean(),
+            "mean_duration_s": grouped["duration"].mean(),
+            "queue_share_of_jct": total_queue / (total_queue + total_run),
+        }
+    )
+    return table.sort_values("mean_queue_s", ascending=False, kind="stable")
+
+
+def queue_over_time(jobs: pd.DataFrame, origin: pd.Timestamp | None) -> pd.DataFrame:
+    """Queueing of the jobs (with a recorded delay) submitted in each day, or each hour when they
+    span under three days: ``jobs``, mean / p50 / p90 queueing (s), ``queued_share``; bins without
+    such jobs have 0 jobs and NaN statistics. The index labels the bins (dates with an origin)."""
+    known, queue = _with_queue(jobs)
+    submit = jobs["submit_s"].to_numpy(dtype=np.float64)[known]
+    queue = queue[known]
+    unit = DAY_S if submit.max() - submit.min() >= 3 * DAY_S else HOUR_S
+    edges, first = clock_edges(origin, float(submit.min()), float(submit.max()), unit)
+    bins = np.clip(np.searchsorted(edges, submit, side="right") - 1, 0, edges.size - 2)
+    frame = pd.DataFrame({"bin": bins, "queue_s": queue, "queued": queue > 0})
+    grouped = frame.groupby("bin")
+    table = pd.DataFrame(
+        {
+            "jobs": grouped.size(),
+            "mean_queue_s": grouped["queue_s"].mean(),
+            "p50_queue_s": grouped["queue_s"].median(),
+            "p90_queue_s": grouped["queue_s"].quantile(0.9),
+            "queued_share": grouped["queued"].mean(),
+        }
+    ).reindex(range(edges.size - 1))
+    table["jobs"] = table["jobs"].fillna(0).astype(np.int64)
+    if unit == DAY_S:
+        labels = _day_labels(first, edges.size - 1)
+    elif first is None:
+        labels = [f"hour {round(e / HOUR_S)}" for e in edges[:-1]]
+    else:
+        labels = [str(t) for t in pd.date_range(first, periods=edges.size - 1, freq="h")]
+    table.index = pd.Index(labels, name="day" if unit == DAY_S else "hour")
+    return table
+
+
 # ---------------------------------------------------------------- readable durations
 
 

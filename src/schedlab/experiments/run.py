@@ -33,6 +33,7 @@ from schedlab.sim.policy import Policy
 from schedlab.workload import transforms
 from schedlab.workload.loaders import load_trace
 from schedlab.workload.schema import SUBMITTED_COLUMNS, Workload
+from schedlab.workload.tenant_map import load_tenant_map
 from schedlab.workload.synthetic import PROFILES, generate
 
 if TYPE_CHECKING:
@@ -45,7 +46,10 @@ PROFILE_CLUSTERS = {"venus": "venus", "helios": "venus", "philly": "philly", "gf
 
 @dataclass(frozen=True)
 class WorkloadSpec:
-    """Where the jobs come from: a trace file or a synthetic profile, plus transforms."""
+    """Where the jobs come from: a trace file or a synthetic profile, plus transforms.
+
+    ``options`` go to the loader (every format takes ``time_unit`` and ``skip``, see
+    :mod:`schedlab.workload.loaders`); tenants are renamed right after loading."""
 
     trace: str | None = None
     fmt: str | None = None
@@ -60,6 +64,8 @@ class WorkloadSpec:
     cluster_gpus: int | None = None
     options: dict[str, Any] = field(default_factory=dict)
     train_until_s: float | None = None
+    tenant_prefix: str | None = None  # stripped from tenant names (e.g. "vc_")
+    tenant_map: str | None = None  # CSV trace_tenant,cluster_tenant, applied before the prefix
 
     def build_split(self) -> tuple[Workload | None, Workload]:
         """(history, evaluation): with ``train_until_s``, the jobs finished before it are
@@ -83,6 +89,9 @@ class WorkloadSpec:
             n = self.jobs if self.jobs is not None else getattr(PROFILES.get(self.synthetic), "default_jobs", 2000)
             w = generate(self.synthetic, n, seed=self.seed, cluster_gpus=self.cluster_gpus,
                          load=self.load, **self.options)  # fmt: skip
+        if self.tenant_prefix or self.tenant_map:
+            mapping = load_tenant_map(self.tenant_map) if self.tenant_map else None
+            w = transforms.rename_tenants(w, mapping, self.tenant_prefix or "")
         if self.window_s is not None:
             w = transforms.time_window(w, *self.window_s)
         if self.sample is not None and self.sample < len(w):

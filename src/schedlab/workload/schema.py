@@ -21,6 +21,7 @@ sorted by submit time (ties keep the trace's order), plus a little metadata.
 | batch_size | float64 | batch size (NaN when unknown) |
 | final_state | str | completed / cancelled / failed / unknown, as the trace recorded |
 | deadline_s | float64 | absolute deadline in workload seconds (NaN = none) |
+| queue_s | float64 | queueing delay the trace recorded: start − submit, seconds (NaN = not recorded) |
 | source_row | int64 | the job's 1-based data row in the source file (errors name it) |
 """
 
@@ -44,6 +45,7 @@ FLOAT_COLUMNS = (
     "checkpoint_interval_s",
     "batch_size",
     "deadline_s",
+    "queue_s",
 )
 DATA_COLUMNS = (
     "job_id",
@@ -62,6 +64,7 @@ DATA_COLUMNS = (
     "batch_size",
     "final_state",
     "deadline_s",
+    "queue_s",
 )
 COLUMNS = (*DATA_COLUMNS, "source_row")  # the columns a trace supplies, then where each job came from
 REQUIRED = ("job_id", "submit_s", "num_gpus", "duration_s")
@@ -81,6 +84,7 @@ DEFAULTS: dict[str, object] = {
     "batch_size": np.nan,
     "final_state": "unknown",
     "deadline_s": np.nan,
+    "queue_s": np.nan,
 }
 FINAL_STATES = ("completed", "cancelled", "failed", "unknown")
 
@@ -173,7 +177,7 @@ def validate(jobs: pd.DataFrame, *, source: str) -> None:
     fail(dur <= 0, "duration_s", "duration must be positive")
     gpus = jobs["num_gpus"].to_numpy()
     fail(~np.isfinite(gpus), "num_gpus", "GPU count must be a finite number")
-    fail(gpus <= 0, "num_gpus", "GPU count must be positive (CPU-only jobs are skipped by loaders)")
+    fail(gpus <= 0, "num_gpus", "GPU count must be positive (skip 0-GPU rows with --skip cpu)")
     fail((gpus > 1) & (gpus != np.floor(gpus)), "num_gpus", "a job above one GPU needs a whole number of GPUs")
     gpw = jobs["gpus_per_worker"].to_numpy()
     has_gpw = ~np.isnan(gpw)
@@ -191,7 +195,7 @@ def validate(jobs: pd.DataFrame, *, source: str) -> None:
     fail((ids == "").to_numpy(), "job_id", "job id must not be empty")
     states = jobs["final_state"]
     fail(~states.isin(FINAL_STATES).to_numpy(), "final_state", f"final state must be one of {FINAL_STATES}")
-    for col in ("checkpoint_interval_s", "deadline_s", "num_cpus", "batch_size"):
+    for col in ("checkpoint_interval_s", "deadline_s", "num_cpus", "batch_size", "queue_s"):
         v = jobs[col].to_numpy()
         fail(np.isinf(v) | (v < 0), col, "must be a non-negative number or empty")
 

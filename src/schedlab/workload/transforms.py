@@ -1,5 +1,5 @@
-"""Workload transforms: windows, samples, load scaling, class scaling, re-basing and the
-train/test split of history-based predictors.
+"""Workload transforms: windows, samples, load scaling, class scaling, re-basing, tenant renaming
+and the train/test split of history-based predictors.
 
 Each transform returns a new :class:`Workload` sorted by submit time and appends a record to
 ``meta["transforms"]`` naming the operation, its arguments and how many rows it removed or
@@ -8,11 +8,14 @@ added, so no row is lost silently. Moving a job's submit time moves its deadline
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 import numpy as np
 import pandas as pd
 
 from schedlab.errors import ConfigError
 from schedlab.workload.schema import Workload, canonical_frame
+from schedlab.workload.tenant_map import renamed
 
 
 def time_window(w: Workload, start_s: float, end_s: float) -> Workload:
@@ -83,6 +86,19 @@ def scale_class(w: Workload, cls: str, k: float, *, seed: int, jitter_s: float |
     _move(copies, _jittered(rng, jobs, members, copies["submit_s"].to_numpy(), jitter_s))
     record = {"op": "scale_class", "class": cls, "k": k, "seed": seed, "removed": 0, "added": len(copies)}
     return _result(w, pd.concat([jobs, copies], ignore_index=True), record)
+
+
+def rename_tenants(w: Workload, mapping: Mapping[str, str] | None = None, prefix: str = "") -> Workload:
+    """Tenants renamed: by ``mapping`` (trace name → new name) first, else with ``prefix`` stripped.
+
+    The record counts the jobs whose tenant changed and keeps the old → new names."""
+    old = w.jobs["tenant"]
+    names = {t: renamed(t, mapping or {}, prefix) for t in old.unique()}
+    changed = {t: n for t, n in names.items() if n != t}
+    jobs = w.jobs.assign(tenant=old.map(names))
+    renamed_jobs = int(old.isin(list(changed)).sum())
+    record = {"op": "rename_tenants", "prefix": prefix, "renamed": changed, "jobs_renamed": renamed_jobs, "removed": 0}
+    return _result(w, jobs, record)
 
 
 def shift_to_zero(w: Workload) -> Workload:

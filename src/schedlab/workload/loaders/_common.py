@@ -9,6 +9,7 @@ from __future__ import annotations
 import csv
 import warnings
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -16,10 +17,94 @@ import pandas as pd
 import pyarrow as pa
 
 from schedlab.errors import ConfigError, InputError
-from schedlab.workload.schema import Workload, canonical_frame, shown
+from schedlab.workload.schema import DATA_COLUMNS, DEFAULTS, FLOAT_COLUMNS, Workload, canonical_frame, shown
 
 # Columns holding absolute workload times; they move together when submit times are shifted to 0.
 _ABSOLUTE_TIME_COLUMNS = ("submit_s", "deadline_s")
+# Seconds per unit of a trace's numeric time fields (the ``time_unit`` option of every loader).
+TIME_UNITS = {"s": 1.0, "ms": 0.001, "min": 60.0, "h": 3600.0}
+_OPS = {
+    "<=": np.less_equal,
+    ">=": np.greater_equal,
+    "==": np.equal,
+    "!=": np.not_equal,
+    "<": np.less,
+    ">": np.greater,
+}
+CPU_RULE = "cpu"  # the skip rule for rows asking for 0 GPUs, counted as ``cpu_job``
+
+
+def seconds_per(time_unit: str) -> float:
+    """Seconds in one ``time_unit`` ("s", "ms", "min", "h"); :class:`ConfigError` for another unit."""
+    if time_unit not in TIME_UNITS:
+        raise ConfigError(f"unknown time unit {time_unit!r}; use one of {list(TIME_UNITS)}")
+    return TIME_UNITS[time_unit]
+
+
+def dates_only(fmt: str, time_unit: str) -> None:
+    """Reject a ``time_unit`` other than seconds for a format whose time fields are all dates."""
+    if seconds_per(time_unit) != 1.0:
+        raise ConfigError(f"format {fmt!r} has dates, not numbers, in its time fields: a time unit does not apply")
+
+
+@dataclass(frozen=True)
+class SkipRule:
+    """Leave out the jobs whose canonical ``column`` compares true with ``value`` (``cpu``: 0 GPUs)."""
+
+    text: str
+    column: str
+    op: str
+    value: float | str
+
+    @property
+    def reason(self) -> str:
+        return "cpu_job" if self.text == CPU_RULE else f"skip {self.text}"
+
+
+def skip_rules(rules: Sequence[str]) -> list[SkipRule]:
+    """Parse ``cpu`` or ``COLUMN OP VALUE`` (OP one of < <= > >= == !=) on a canonical column;
+    numeric columns compare numbers (times in seconds), text columns only == and !=."""
+    parsed = []
+    for text in rules:
+        text = text.strip()
+        if text == CPU_RULE:
+            parsed.append(SkipRule(text, "num_gpus", "==", 0.0))
+            continue
+        op = next((o for o in _OPS if o in text), None)
+        column, _, value = text.partition(op) if op else (text, "", "")
+        column, value = column.strip(), value.strip()
+        if op is None or column not in DATA_COLUMNS:
+            raise ConfigError(
+                f"skip rule {text!r}: expected 'cpu' or COLUMN OP VALUE with OP one of {' '.join(_OPS)} "
+                f"and COLUMN one of {list(DATA_COLUMNS)}, e.g. 'duration_s<60'"
+            )
+        if column in FLOAT_COLUMNS:
+            try:
+                parsed.append(SkipRule(text, column, op, float(value)))
+            except ValueError:
+                raise ConfigError(f"skip rule {text!r}: {column} is a number, got {value!r}") from None
+        elif op in ("==", "!="):
+            parsed.append(SkipRule(text, column, op, value))
+        else:
+            raise ConfigError(f"skip rule {text!r}: {column} is text; use == or !=")
+    return parsed
+
+
+def skip_masks(jobs: pd.DataFrame, rules: Sequence[SkipRule]) -> list[tuple[str, np.ndarray]]:
+    """(reason, mask) of each rule over a frame of canonical columns (a missing column has its default)."""
+    masks = []
+    for rule in rules:
+        if rule.column in jobs.columns:
+            values = jobs[rule.column]
+        else:
+            values = pd.Series([DEFAULTS.get(rule.column, "")] * len(jobs), dtype=object)
+        if isinstance(rule.value, float):
+            data = pd.to_numeric(values, errors="coerce").to_numpy(dtype=np.float64)
+        else:
+            data = values.astype(object).where(values.notna(), "").astype(str).to_numpy(dtype=object)
+        with np.errstate(invalid="ignore"):
+            masks.append((rule.reason, np.asarray(_OPS[rule.op](data, rule.value), dtype=bool)))
+    return masks
 
 
 def read_csv(
@@ -224,13 +309,24 @@ def finish(
     skipped: Mapping[str, int] | None = None,
     meta: Mapping[str, object] | None = None,
     fields: Mapping[str, str] | None = None,
+    skip: Sequence[str] = (),
 ) -> Workload:
-    """Shift times so the earliest submit is 0, validate via :func:`canonical_frame`, wrap up.
+    """Drop the jobs of the ``skip`` rules, shift times so the earliest submit is 0, validate via
+    :func:`canonical_frame`, wrap up.
 
     ``jobs`` holds canonical columns (absolute times in seconds after ``origin``); ``fields`` maps
-    canonical column names to the source fields an error should name instead.
+    canonical column names to the source fields an error should name instead. Skip rules (see
+    :func:`skip_rules`) see times in seconds before the shift; their rows add to ``skipped``. A
+    negative ``queue_s`` (a start before the submission) becomes unknown (NaN), counted in
+    ``meta["start_before_submit"]``.
     """
-    jobs = jobs.assign(source_row=rows)
+    jobs = jobs.reset_index(drop=True).assign(source_row=rows)
+    rules = skip_rules(skip)
+    if rules:
+        jobs, rows, dropped = apply_skips(jobs, rows, skip_masks(jobs, rules))
+        skipped = dict(skipped or {})
+        for reason, count in dropped.items():
+            skipped[reason] = skipped.get(reason, 0) + count
     submit = pd.to_numeric(jobs["submit_s"], errors="coerce").to_numpy(dtype=np.float64)
     finite = submit[np.isfinite(submit)]
     shift = float(finite.min()) if finite.size else 0.0
@@ -239,6 +335,13 @@ def finish(
             jobs[col] = pd.to_numeric(jobs[col], errors="coerce") - shift
     if origin is not None:
         origin = origin + pd.Timedelta(seconds=shift)
+    meta = dict(meta or {})
+    if "queue_s" in jobs.columns:  # a start recorded before the submission: the delay is unknown
+        queue = pd.to_numeric(jobs["queue_s"], errors="coerce")
+        early = (queue < 0).to_numpy()
+        jobs["queue_s"] = queue.where(~early)
+        if early.any():
+            meta["start_before_submit"] = int(early.sum())
     try:
         table = canonical_frame(jobs, source=source)
     except InputError as err:
@@ -249,7 +352,7 @@ def finish(
         source=source,
         origin=origin,
         skipped=dict(skipped or {}),
-        meta=dict(meta or {}),
+        meta=meta,
         fields=dict(fields or {}),
     )
 

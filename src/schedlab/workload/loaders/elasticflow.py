@@ -2,25 +2,28 @@
 
 Schema: README of github.com/microsoft/elasticflow-traces — ``raw-traces/cluster*.csv`` have
 ``job_id, submission_time`` (s from the start of collection), ``duration`` (s), ``num_gpu``. The
-``elasticflow-traces`` variants add randomly generated columns, which are ignored.
+``elasticflow-traces`` variants add randomly generated columns, which are ignored. ``time_unit``
+scales ``submission_time`` and ``duration``.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
-from schedlab.workload.loaders._common import apply_skips, finish, numbers, read_csv
+from schedlab.workload.loaders._common import apply_skips, finish, numbers, read_csv, seconds_per
 from schedlab.workload.schema import Workload
 
 _REQUIRED = ("job_id", "submission_time", "duration", "num_gpu")
 
 
-def load_elasticflow(path: Path) -> Workload:
-    """Load an ITP cluster trace (seconds since collection start; CPU jobs skipped)."""
+def load_elasticflow(path: Path, *, time_unit: str = "s", skip: Sequence[str] = ()) -> Workload:
+    """Load an ITP cluster trace (``time_unit`` since collection start; CPU jobs skipped)."""
     source = str(path)
+    scale = seconds_per(time_unit)
     raw = read_csv(path, required=_REQUIRED)
     rows = np.arange(1, len(raw) + 1)
     gpus = numbers(raw["num_gpu"], source=source, rows=rows, field="num_gpu")
@@ -28,9 +31,9 @@ def load_elasticflow(path: Path) -> Workload:
     jobs = pd.DataFrame(
         {
             "job_id": raw["job_id"],
-            "submit_s": numbers(raw["submission_time"], source=source, rows=rows, field="submission_time"),
+            "submit_s": numbers(raw["submission_time"], source=source, rows=rows, field="submission_time") * scale,
             "num_gpus": raw["num_gpu"],
-            "duration_s": numbers(raw["duration"], source=source, rows=rows, field="duration"),
+            "duration_s": numbers(raw["duration"], source=source, rows=rows, field="duration") * scale,
         }
     )
     return finish(
@@ -39,4 +42,5 @@ def load_elasticflow(path: Path) -> Workload:
         rows=rows,
         skipped=skipped,
         fields={"submit_s": "submission_time", "num_gpus": "num_gpu", "duration_s": "duration"},
+        skip=skip,
     )

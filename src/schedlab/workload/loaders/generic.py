@@ -8,7 +8,7 @@ themselves). ``job_id`` defaults to the 1-based data row. Submit times may be nu
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -16,7 +16,7 @@ import pandas as pd
 
 from schedlab.errors import ConfigError, InputError
 from schedlab.workload.loaders._common import (
-    apply_skips,
+    CPU_RULE,
     blank,
     datetimes,
     finish,
@@ -24,13 +24,13 @@ from schedlab.workload.loaders._common import (
     lower_str,
     numbers,
     read_csv,
+    seconds_per,
     seconds_since,
 )
 from schedlab.workload.schema import DATA_COLUMNS, FLOAT_COLUMNS, Workload
 
-TIME_UNITS = {"s": 1.0, "ms": 0.001, "min": 60.0, "h": 3600.0}
 _NEEDED = ("submit_s", "num_gpus", "duration_s")
-_DURATIONS = ("duration_s", "checkpoint_interval_s")
+_DURATIONS = ("duration_s", "checkpoint_interval_s", "queue_s")
 
 
 def load_csv(
@@ -39,27 +39,24 @@ def load_csv(
     columns: Mapping[str, str] | None = None,
     time_unit: str = "s",
     time_format: str | None = None,
-    skip_cpu_jobs: bool = False,
+    skip: Sequence[str] = (),
 ) -> Workload:
     """Load a generic job CSV.
 
     ``time_unit`` ("s", "ms", "min", "h") scales numeric submit, deadline and duration columns;
     ``time_format`` forces submit (and deadline) columns to be read as dates. Zero-GPU rows are an
-    error unless ``skip_cpu_jobs`` is true (then they are skipped as ``cpu_job``).
+    error unless ``skip`` holds the rule ``cpu`` (then they are skipped as ``cpu_job``).
     """
     source = str(path)
-    if time_unit not in TIME_UNITS:
-        raise ConfigError(f"unknown time unit {time_unit!r}; use one of {sorted(TIME_UNITS)}")
+    scale = seconds_per(time_unit)
     mapping = _mapping(path, columns)
     raw = read_csv(path, required=list(dict.fromkeys(mapping.values())))
     rows = np.arange(1, len(raw) + 1)
     gpus = numbers(raw[mapping["num_gpus"]], source=source, rows=rows, field=mapping["num_gpus"])
     cpu = np.flatnonzero(gpus == 0)
-    if cpu.size and not skip_cpu_jobs:
-        message = "a job asking for 0 GPUs is an error unless CPU jobs are skipped (--skip-cpu-jobs)"
+    if cpu.size and CPU_RULE not in [r.strip() for r in skip]:
+        message = "a job asking for 0 GPUs is an error unless CPU jobs are skipped (--skip cpu)"
         raise InputError(message, file=source, row=int(rows[cpu[0]]), field=mapping["num_gpus"])
-    raw, rows, skipped = apply_skips(raw, rows, [("cpu_job", (gpus == 0) & skip_cpu_jobs)])
-    scale = TIME_UNITS[time_unit]
     jobs = pd.DataFrame(index=range(len(raw)))
     origin = None
     dates = time_format is not None or _are_dates(raw[mapping["submit_s"]])
@@ -81,7 +78,7 @@ def load_csv(
             jobs["deadline_s"] = _seconds_after(jobs["deadline_s"], origin)
     if "job_id" not in jobs.columns:
         jobs["job_id"] = rows.astype(str)
-    return finish(jobs, source=source, rows=rows, origin=origin, skipped=skipped, fields=mapping)
+    return finish(jobs, source=source, rows=rows, origin=origin, fields=mapping, skip=skip)
 
 
 def _mapping(path: Path, columns: Mapping[str, str] | None) -> dict[str, str]:

@@ -6,18 +6,19 @@ submit_time`` (s after the first job), ``duration`` (s), ``job_type`` (``HP`` or
 
 ``num_gpus`` = ``worker_num × gpu_request`` and ``num_cpus`` = ``worker_num × cpu_request`` (totals);
 ``gpus_per_worker`` = ``gpu_request``; ``priority_class`` is ``hp`` or ``spot``; tenant = organization.
-Jobs requesting no GPU are skipped as CPU jobs.
+Jobs requesting no GPU are skipped as CPU jobs. ``time_unit`` scales ``submit_time`` and ``duration``.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
 from schedlab.errors import InputError
-from schedlab.workload.loaders._common import apply_skips, finish, lower_str, numbers, read_csv
+from schedlab.workload.loaders._common import apply_skips, finish, lower_str, numbers, read_csv, seconds_per
 from schedlab.workload.schema import Workload
 
 _REQUIRED = (
@@ -34,9 +35,10 @@ _REQUIRED = (
 _CLASSES = ("hp", "spot")
 
 
-def load_gfs(path: Path) -> Workload:
+def load_gfs(path: Path, *, time_unit: str = "s", skip: Sequence[str] = ()) -> Workload:
     """Load a GFS ``job_info_df.csv``: HP and spot GPU jobs with per-worker requests."""
     source = str(path)
+    scale = seconds_per(time_unit)
     raw = read_csv(path, required=_REQUIRED)
     rows = np.arange(1, len(raw) + 1)
     per_worker = numbers(raw["gpu_request"], source=source, rows=rows, field="gpu_request")
@@ -52,12 +54,12 @@ def load_gfs(path: Path) -> Workload:
     jobs = pd.DataFrame(
         {
             "job_id": raw["job_name"],
-            "submit_s": numbers(raw["submit_time"], source=source, rows=rows, field="submit_time"),
+            "submit_s": numbers(raw["submit_time"], source=source, rows=rows, field="submit_time") * scale,
             "tenant": raw["organization"],
             "num_gpus": workers * raw["gpu_request"].to_numpy(),
             "gpus_per_worker": raw["gpu_request"],
             "gpu_type": raw["gpu_model"],
-            "duration_s": numbers(raw["duration"], source=source, rows=rows, field="duration"),
+            "duration_s": numbers(raw["duration"], source=source, rows=rows, field="duration") * scale,
             "priority_class": classes,
             "num_cpus": workers * cpus,
         }
@@ -78,4 +80,5 @@ def load_gfs(path: Path) -> Workload:
             "priority_class": "job_type",
             "num_cpus": "cpu_request",
         },
+        skip=skip,
     )

@@ -7,10 +7,13 @@ cpu_num, node_num, state, submit_time, start_time, end_time, duration, queue``; 
 
 Skipped: CPU jobs (``gpu_num == 0``), jobs that never started (no ``start_time``), jobs that ran for
 0 s. Helios gives only the total GPU count, so ``gpus_per_worker`` is left to the placer.
+``queue_s`` = ``start_time − submit_time`` (the recorded queueing delay); ``time_unit`` scales
+``duration`` (the other time fields are dates).
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
@@ -24,6 +27,7 @@ from schedlab.workload.loaders._common import (
     map_states,
     numbers,
     read_csv,
+    seconds_per,
     seconds_since,
 )
 from schedlab.workload.schema import Workload
@@ -38,13 +42,14 @@ _STATES = {
 _REQUIRED = ("job_id", "user", "vc", "gpu_num", "cpu_num", "state", "submit_time", "start_time", "duration")
 
 
-def load_helios(path: Path) -> Workload:
+def load_helios(path: Path, *, time_unit: str = "s", skip: Sequence[str] = ()) -> Workload:
     """Load a Helios ``cluster_log.csv``: GPU jobs that ran, tenant = VC, duration = run time."""
     source = str(path)
+    scale = seconds_per(time_unit)
     raw = read_csv(path, required=_REQUIRED)
     rows = np.arange(1, len(raw) + 1)
     gpus = numbers(raw["gpu_num"], source=source, rows=rows, field="gpu_num")
-    duration = numbers(raw["duration"], source=source, rows=rows, field="duration")
+    duration = numbers(raw["duration"], source=source, rows=rows, field="duration") * scale
     raw = raw.assign(gpu_num=gpus, duration=duration)
     raw, rows, skipped = apply_skips(
         raw,
@@ -55,7 +60,9 @@ def load_helios(path: Path) -> Workload:
             ("zero_duration", duration == 0),
         ],
     )
-    submit, origin = seconds_since(datetimes(raw["submit_time"], source=source, rows=rows, field="submit_time"))
+    submitted = datetimes(raw["submit_time"], source=source, rows=rows, field="submit_time")
+    started = datetimes(raw["start_time"], source=source, rows=rows, field="start_time")
+    submit, origin = seconds_since(submitted)
     jobs = pd.DataFrame(
         {
             "job_id": raw["job_id"],
@@ -66,6 +73,7 @@ def load_helios(path: Path) -> Workload:
             "duration_s": raw["duration"],
             "num_cpus": numbers(raw["cpu_num"], source=source, rows=rows, field="cpu_num"),
             "final_state": map_states(raw["state"], _STATES),
+            "queue_s": ((started - submitted) / pd.Timedelta(seconds=1)).to_numpy(dtype=np.float64),
         }
     )
     return finish(
@@ -81,5 +89,7 @@ def load_helios(path: Path) -> Workload:
             "duration_s": "duration",
             "num_cpus": "cpu_num",
             "final_state": "state",
+            "queue_s": "start_time",
         },
+        skip=skip,
     )

@@ -10,11 +10,13 @@ single-GPU pod, and ``gpus_per_worker`` = ``num_gpus``. Submit = ``creation_time
 ``deletion_time − scheduled_time`` (run time; pods still running when the trace ended are cut there).
 ``gpu_type`` is the one allowed type, or "" when any of several may serve (counted in
 ``meta["multi_type_pods"]``). ``priority_class`` is the lower-cased ``qos``. Skipped: CPU pods,
-pods never scheduled.
+pods never scheduled. ``queue_s`` = ``scheduled_time − creation_time``; ``time_unit`` scales the three
+times.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
@@ -29,6 +31,7 @@ from schedlab.workload.loaders._common import (
     numbers,
     per_value,
     read_csv,
+    seconds_per,
 )
 from schedlab.workload.schema import Workload
 
@@ -37,9 +40,10 @@ _OPTIONAL = ("cpu_milli", "gpu_spec", "qos", "pod_phase")
 _STATES = {"succeeded": "completed", "failed": "failed"}
 
 
-def load_openb(path: Path) -> Workload:
+def load_openb(path: Path, *, time_unit: str = "s", skip: Sequence[str] = ()) -> Workload:
     """Load an openb pod list: GPU pods that were scheduled, with fractional GPU shares."""
     source = str(path)
+    scale = seconds_per(time_unit)
     raw = read_csv(path, required=_REQUIRED, optional=_OPTIONAL)
     rows = np.arange(1, len(raw) + 1)
     gpus = numbers(raw["num_gpu"], source=source, rows=rows, field="num_gpu")
@@ -51,15 +55,17 @@ def load_openb(path: Path) -> Workload:
     milli = numbers(raw["gpu_milli"], source=source, rows=rows, field="gpu_milli")
     whole = raw["num_gpu"].to_numpy()
     num_gpus = np.where((whole == 1) & (milli < 1000), milli / 1000.0, whole)
-    scheduled = numbers(raw["scheduled_time"], source=source, rows=rows, field="scheduled_time")
-    deleted = numbers(raw["deletion_time"], source=source, rows=rows, field="deletion_time")
+    scheduled = numbers(raw["scheduled_time"], source=source, rows=rows, field="scheduled_time") * scale
+    deleted = numbers(raw["deletion_time"], source=source, rows=rows, field="deletion_time") * scale
+    created = numbers(raw["creation_time"], source=source, rows=rows, field="creation_time") * scale
     jobs = pd.DataFrame(
         {
             "job_id": raw["name"],
-            "submit_s": numbers(raw["creation_time"], source=source, rows=rows, field="creation_time"),
+            "submit_s": created,
             "num_gpus": num_gpus,
             "gpus_per_worker": num_gpus,
             "duration_s": deleted - scheduled,
+            "queue_s": scheduled - created,
         }
     )
     meta: dict[str, object] = {}
@@ -90,7 +96,9 @@ def load_openb(path: Path) -> Workload:
             "priority_class": "qos",
             "num_cpus": "cpu_milli",
             "final_state": "pod_phase",
+            "queue_s": "scheduled_time",
         },
+        skip=skip,
     )
 
 

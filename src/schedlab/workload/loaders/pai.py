@@ -13,18 +13,28 @@ tasks agree. ``gpu_type`` is the tasks' type, or "" when they disagree (``meta["
 Submit = job ``start_time`` (submission); duration = job ``end_time`` − earliest task ``start_time``
 (run time without queueing; job ``start_time`` when no task start is known, counted in
 ``meta["duration_includes_queueing"]``). Skipped: jobs without tasks, CPU-only jobs, jobs with no end
-time (still running or waiting), jobs that ran for 0 s.
+time (still running or waiting), jobs that ran for 0 s. ``queue_s`` = earliest task start − job
+``start_time`` (NaN when no task start is known). ``time_unit`` scales every time of both tables.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
 from schedlab.errors import InputError
-from schedlab.workload.loaders._common import apply_skips, blank, finish, map_states, numbers, read_csv
+from schedlab.workload.loaders._common import (
+    apply_skips,
+    blank,
+    finish,
+    map_states,
+    numbers,
+    read_csv,
+    seconds_per,
+)
 from schedlab.workload.schema import Workload
 
 JOB_COLUMNS = ("job_name", "inst_id", "user", "status", "start_time", "end_time")
@@ -45,11 +55,14 @@ _STATES = {"terminated": "completed", "failed": "failed"}
 _EPOCH_UTC8 = pd.Timestamp("1970-01-01 08:00:00")
 
 
-def load_pai(path: Path, *, task_table: str | Path | None = None) -> Workload:
+def load_pai(
+    path: Path, *, task_table: str | Path | None = None, time_unit: str = "s", skip: Sequence[str] = ()
+) -> Workload:
     """Load PAI jobs from a directory with both tables, or from the job table plus ``task_table``.
 
     Without ``task_table`` the task table is ``pai_task_table.csv`` next to the job table.
     """
+    scale = seconds_per(time_unit)
     job_path, task_path = _table_paths(Path(path), task_table)
     source = str(job_path)
     raw = read_csv(job_path, required=JOB_COLUMNS, names=JOB_COLUMNS)
@@ -57,9 +70,9 @@ def load_pai(path: Path, *, task_table: str | Path | None = None) -> Workload:
     per_job = _aggregate_tasks(task_path)
     agg = per_job.reindex(raw["job_name"].astype(str).to_numpy())
     gpus = agg["gpus"].to_numpy()
-    end = numbers(raw["end_time"], source=source, rows=rows, field="end_time")
-    submit = numbers(raw["start_time"], source=source, rows=rows, field="start_time")
-    run_start = agg["run_start"].to_numpy()
+    end = numbers(raw["end_time"], source=source, rows=rows, field="end_time") * scale
+    submit = numbers(raw["start_time"], source=source, rows=rows, field="start_time") * scale
+    run_start = agg["run_start"].to_numpy() * scale
     queued = np.isnan(run_start)
     duration = end - np.where(queued, submit, run_start)
     frame = pd.DataFrame(
@@ -73,6 +86,7 @@ def load_pai(path: Path, *, task_table: str | Path | None = None) -> Workload:
             "duration_s": duration,
             "num_cpus": agg["cpus"].to_numpy(),
             "final_state": map_states(raw["status"], _STATES),
+            "queue_s": run_start - submit,
             "mixed": agg["mixed"].to_numpy(),
             "queued": queued,
         }
@@ -109,7 +123,9 @@ def load_pai(path: Path, *, task_table: str | Path | None = None) -> Workload:
             "num_gpus": "plan_gpu",
             "gpus_per_worker": "plan_gpu",
             "final_state": "status",
+            "queue_s": "start_time",
         },
+        skip=skip,
     )
 
 

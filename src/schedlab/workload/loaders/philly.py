@@ -10,7 +10,8 @@ Duration = last attempt's end − earliest recorded attempt start (the span of a
 between retries included, as the trace's own analysis measures run time). GPUs = the GPUs listed in
 the detail of the last attempt that has any (``meta["gpu_count_changed"]`` counts jobs whose attempts
 used different counts). Skipped: jobs without attempts, without GPUs, without a start time, still
-running, or that ran for 0 s.
+running, or that ran for 0 s. ``queue_s`` = earliest attempt start − ``submitted_time``. Its times
+are dates, so a ``time_unit`` other than seconds is an error; for the CSVs it scales their numbers.
 
 CSV files are recognised by their columns and handed to :mod:`.tiresias` (Tiresias/Chronus) or
 :mod:`.pollux` (Pollux's ``philly.csv``).
@@ -20,6 +21,7 @@ from __future__ import annotations
 
 import codecs
 import json
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -28,23 +30,32 @@ import pandas as pd
 
 from schedlab.errors import InputError
 from schedlab.workload.loaders import pollux, tiresias
-from schedlab.workload.loaders._common import apply_skips, datetimes, finish, header, map_states, seconds_since
+from schedlab.workload.loaders._common import (
+    apply_skips,
+    dates_only,
+    datetimes,
+    finish,
+    header,
+    map_states,
+    seconds_since,
+)
 from schedlab.workload.schema import Workload
 
 _STATES = {"pass": "completed", "killed": "cancelled", "failed": "failed"}
 _FIELDS = ("jobid", "user", "vc", "status", "submitted", "start", "end", "gpus", "attempts", "changed")
 
 
-def load_philly(path: Path) -> Workload:
+def load_philly(path: Path, *, time_unit: str = "s", skip: Sequence[str] = ()) -> Workload:
     """Load a Philly trace: the ``cluster_job_log`` JSON, or a Tiresias/Chronus or Pollux CSV."""
     path = Path(path)
     if _looks_like_json(path):
-        return load_philly_json(path)
+        dates_only("philly (cluster_job_log JSON)", time_unit)
+        return load_philly_json(path, skip=skip)
     columns = {c.strip() for c in header(path)}
     if set(tiresias.REQUIRED) <= columns:
-        return tiresias.load_tiresias(path)
+        return tiresias.load_tiresias(path, time_unit=time_unit, skip=skip)
     if set(pollux.REQUIRED) <= columns:
-        return pollux.load_pollux_philly(path)
+        return pollux.load_pollux_philly(path, time_unit=time_unit, skip=skip)
     raise InputError(
         f"not a known Philly CSV: expected the columns {list(tiresias.REQUIRED)} (Tiresias/Chronus) "
         f"or {list(pollux.REQUIRED)} (Pollux); the file has {sorted(columns)}",
@@ -52,7 +63,7 @@ def load_philly(path: Path) -> Workload:
     )
 
 
-def load_philly_json(path: Path) -> Workload:
+def load_philly_json(path: Path, *, skip: Sequence[str] = ()) -> Workload:
     """Load the Philly ``cluster_job_log`` JSON (one row per job; row N = the N-th job of the list)."""
     source = str(path)
     # Bytes that are not UTF-8 become surrogates, reported with the job and field that hold them.
@@ -83,7 +94,8 @@ def load_philly_json(path: Path) -> Workload:
     start = datetimes(raw["start"], source=source, rows=rows, field="attempts")
     end = datetimes(raw["end"], source=source, rows=rows, field="attempts")
     duration = ((end - start) / pd.Timedelta(seconds=1)).to_numpy(dtype=np.float64)
-    raw = raw.assign(duration=duration, submitted=submitted)
+    queue = ((start - submitted) / pd.Timedelta(seconds=1)).to_numpy(dtype=np.float64)
+    raw = raw.assign(duration=duration, submitted=submitted, queue=queue)
     raw, rows, zero = apply_skips(raw, rows, [("zero_duration", duration == 0)])
     skipped.update(zero)
     submit, origin = seconds_since(raw["submitted"])
@@ -96,6 +108,7 @@ def load_philly_json(path: Path) -> Workload:
             "num_gpus": raw["gpus"],
             "duration_s": raw["duration"],
             "final_state": map_states(raw["status"], _STATES),
+            "queue_s": raw["queue"],
         }
     )
     return finish(
@@ -112,7 +125,9 @@ def load_philly_json(path: Path) -> Workload:
             "num_gpus": "gpus",
             "duration_s": "attempts",
             "final_state": "status",
+            "queue_s": "attempts",
         },
+        skip=skip,
     )
 
 

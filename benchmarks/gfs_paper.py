@@ -10,9 +10,15 @@ and the spot eviction rate (evictions / runs).
 
     python benchmarks/gfs_paper.py table5 --jobs 40000 --seeds 0,1
     python benchmarks/gfs_paper.py all --jobs 40000 --seeds 0,1 --write-doc docs/gfs.md
+    python benchmarks/gfs_paper.py contention --jobs 20000 --seeds 0,1,2   # arrival rates x1, x1.15, x1.3
+
+``contention`` (not in ``all``) runs gfs, two of its readings (eq. 9 pooled per model; Sa = all
+spot GPUs) and yarn-cs-preempt at spot x2 with every arrival rate scaled by 1, 1.15 and 1.3
+(the inter-arrival gaps shrink, the diurnal pattern with them).
 
 ``--write-doc`` replaces each table's block between ``<!-- gfs-paper:NAME -->`` and
-``<!-- /gfs-paper:NAME -->`` in the given Markdown file with the printed table.
+``<!-- /gfs-paper:NAME -->`` in the given Markdown file with the printed table (NAME@K for
+``--arrival-scale K``).
 """
 
 from __future__ import annotations
@@ -54,6 +60,7 @@ PAPER_TABLE5 = {
 # Tables 6 and 8-10 give no JCT-p99.
 PAPER_TABLE6 = {1: (None, 17776.7, 27.7, 10715.3, 575.4, 1.21), 2: (None, 17776.9, 28.4, 10619.0, 506.6, 1.29),
                 4: (None, 17776.9, 28.4, 13252.8, 3145.6, 1.16)}  # fmt: skip
+CONTENTION = (1.0, 1.15, 1.3)  # arrival-rate factors of the contention sweep (spot x2)
 PAPER_ABLATION = {"gfs-e": (None, 17776.2, 27.4, 20687.1, 10502.4, 8.08),
                   "gfs-d": (None, 17776.6, 27.6, 12304.7, 2174.3, 1.73),
                   "gfs-s": (None, 17776.8, 27.7, 12369.7, 2237.7, 1.79),
@@ -71,6 +78,7 @@ class Cell:
     spot_scale: float
     paper: tuple[float | None, ...]
     params: dict[str, Any] = field(default_factory=dict)
+    arrival_scale: float | None = None  # None: the command's --arrival-scale
 
 
 def cells(table: str) -> list[Cell]:
@@ -80,11 +88,18 @@ def cells(table: str) -> list[Cell]:
         return [Cell(f"H={h} h", "gfs", 2, PAPER_TABLE6[h], {"guarantee_h": float(h)}) for h in (1, 2, 4)]
     if table == "ablation":
         return [Cell(p, p, 2, PAPER_ABLATION[p]) for p in ABLATIONS]
+    if table == "contention":
+        none = (None,) * 6
+        variants = [("gfs", {}), ("gfs pooling=model", {"pooling": "model"}), ("gfs sa_rule=all", {"sa_rule": "all"}),
+                    ("yarn-cs-preempt", {})]  # fmt: skip
+        return [Cell(f"x{a:g} arrivals, {label}", label.split()[0], 2, none, params, a)
+                for a in CONTENTION for label, params in variants]  # fmt: skip
     raise SystemExit(f"unknown table {table!r}")
 
 
 def run_cell(cell: Cell, jobs: int, seed: int, arrival_scale: float) -> dict[str, Any]:
     """One simulation of ``cell``: the per-class metrics of every job of the run."""
+    arrival_scale = cell.arrival_scale or arrival_scale
     wspec = WorkloadSpec(synthetic="gfs-a100", jobs=jobs, seed=seed, options={"spot_scale": float(cell.spot_scale)},
                          arrival_scale=None if arrival_scale == 1 else arrival_scale)  # fmt: skip
     summary = simulate_run(RunSpec(wspec, "gfs-a100", cell.policy, seed=seed, params=cell.params), None)
@@ -124,12 +139,12 @@ def render(rows: list[tuple[Cell, list[dict[str, Any]]]]) -> str:
     return "\n".join(lines)
 
 
-def _below(a: float | None, b: float | None) -> bool | None:
-    """Whether ``a < b``; None (a tie) when they are within 1 % of the larger (and 1 s or
-    0.01 point apart at most)."""
+def _below(a: float | None, b: float | None, atol: float = 1.0) -> bool | None:
+    """Whether ``a < b``; None (a tie) when they are within 1 % of the larger or ``atol``
+    (1 s; 0.05 percentage points for eviction rates)."""
     if a is None or b is None:
         return False
-    if abs(a - b) <= max(0.01 * max(abs(a), abs(b)), 1e-9):
+    if abs(a - b) <= max(0.01 * max(abs(a), abs(b)), atol):
         return None
     return a < b
 
@@ -145,9 +160,13 @@ def directions(table: str, rows: list[tuple[Cell, list[dict[str, Any]]]]) -> str
                 o = mean[f"x{k} {b}"]
                 claims.append((f"x{k}: gfs spot JQT < {b}", _below(g[4], o[4])))
                 if o[5] is not None:
-                    claims.append((f"x{k}: gfs spot eviction rate < {b}", _below(g[5], o[5])))
+                    claims.append((f"x{k}: gfs spot eviction rate < {b}", _below(g[5], o[5], 0.05)))
             worse = _below(mean[f"x{k} yarn-cs-preempt"][2], g[2]) is True  # yarn-cs-preempt's HP JQT clearly lower
             claims.append((f"x{k}: gfs HP JQT not above yarn-cs-preempt", not worse))
+    elif table == "contention":
+        return "The paper's claim at more contention: gfs lowers the spot eviction rate below yarn-cs-preempt's.\n\n" + "\n".join(
+            f"- x{a:g} arrivals: gfs {_f1(mean[f'x{a:g} arrivals, gfs'][5])} % against yarn-cs-preempt "
+            f"{_f1(mean[f'x{a:g} arrivals, yarn-cs-preempt'][5])} %" for a in CONTENTION)
     elif table == "table6":
         claims.append(("H=4 h: spot JQT above H=1 h and H=2 h", _below(max(mean["H=1 h"][4], mean["H=2 h"][4]), mean["H=4 h"][4])))
     else:
@@ -156,12 +175,16 @@ def directions(table: str, rows: list[tuple[Cell, list[dict[str, Any]]]]) -> str
             a = mean[ablation]
             claims.append((f"{ablation}: spot JCT above gfs", _below(g[3], a[3])))
             claims.append((f"{ablation}: spot JQT above gfs", _below(g[4], a[4])))
-            claims.append((f"{ablation}: spot eviction rate above gfs", _below(g[5], a[5])))
+            claims.append((f"{ablation}: spot eviction rate above gfs", _below(g[5], a[5], 0.05)))
     agree = sum(ok is True for _, ok in claims)
     ties = sum(ok is None for _, ok in claims)
-    word = {True: "agrees", None: "tie (within 1 %)", False: "**disagrees**"}
+    word = {True: "agrees", None: "tie (within 1 %, 1 s or 0.05 points)", False: "**disagrees**"}
     body = "\n".join(f"- {word[ok]}: {text}" for text, ok in claims)
-    return f"Directions: {agree} of {len(claims)} agree with the paper, {ties} within 1 %.\n\n{body}"
+    return f"Directions: {agree} of {len(claims)} agree with the paper, {ties} are ties.\n\n{body}"
+
+
+def _f1(x: float | None) -> str:
+    return "-" if x is None else f"{x:.2f}"
 
 
 def write_block(doc: Path, name: str, text: str) -> None:
@@ -175,7 +198,7 @@ def write_block(doc: Path, name: str, text: str) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("table", choices=("table5", "table6", "ablation", "all"))
+    parser.add_argument("table", choices=("table5", "table6", "ablation", "contention", "all"))
     parser.add_argument("--jobs", type=int, default=40000, help="gfs-a100 jobs at spot scale 1 (Table 3: 165,038)")
     parser.add_argument("--seeds", default="0", help="comma-separated seeds; tables show mean ± std")
     parser.add_argument("--arrival-scale", type=float, default=1.0,
@@ -196,7 +219,7 @@ def main() -> None:
         text = f"{title}\n\n{render(rows)}\n\n{directions(name, rows)}\n"
         print(f"## {name}\n\n{text}", flush=True)
         if args.write_doc is not None:
-            write_block(args.write_doc, name, text)
+            write_block(args.write_doc, name if args.arrival_scale == 1 else f"{name}@{args.arrival_scale:g}", text)
 
 
 if __name__ == "__main__":

@@ -488,7 +488,7 @@ class GfsA100Profile(GfsProfile):
       0.643); orgA has none. orgC's and orgD's daily ratio, and orgB's and orgD's weekend, are not
       published: the mean of orgA and orgB's ratios, and no weekend drop.
     - checkpoints: the paper gives no interval, so ``checkpoint_interval_s`` is left empty and the
-      engine's ``--checkpoint-every`` (default 1,800 s) applies.
+      engine's ``--checkpoint-interval-s`` (default 1,800 s) applies.
     - one GPU type (``A100-SXM4-80GB``, the GFS inventory's name); 16 CPUs per GPU (an A100 node's
       128 vCPUs / 8) and 5 users with 3 name templates per organisation are assumptions; durations
       do not depend on the template or the GPU count (nothing published). Final state "unknown".

@@ -15,7 +15,10 @@ pod goes to the top node by ``<Score1, Score2, Score3>`` in descending order:
 * Score2, eq. 14, homogeneous co-location: most GPUs held by the job's class;
 * Score3, eq. 16, eviction awareness: spot prefers the lowest node risk, HP the highest.
 
-GFS-s (§4.6.3) ranks by Score1 alone (best fit), with no breaker.
+GFS-s (§4.6.3) ranks by Score1 alone (best fit), with no breaker. A fractional job (``g < 1``,
+0.11 % of HP and 0.82 % of spot tasks in Table 3) goes by the shared-GPU best-fit rule of
+:class:`schedlab.policies.common.placers.BestFit` among the nodes with room for it
+(Algorithm 1, line 7), without Score2-3 (a simplification: scores count whole GPUs).
 
 Preemptive scheduling (Algorithm 2), HP jobs only, victims only whole-GPU spot jobs: per
 node, ``R`` = its idle GPUs plus those of its spot jobs (every spot job virtually preempted);

@@ -15,6 +15,7 @@ maximum and count, and how many rounds changed some running job's allocation.
 from __future__ import annotations
 
 import time
+from abc import ABC, abstractmethod
 from collections.abc import Iterable
 
 from schedlab.cluster.spec import ClusterSpec
@@ -42,7 +43,7 @@ def held(job: Job) -> Alloc:
     return sorted((node, len(gids)) for node, gids in job.alloc)
 
 
-class RoundPolicy(Policy):
+class RoundPolicy(Policy, ABC):
     """Base of the round-based policies: subclasses implement :meth:`plan`."""
 
     name = "rounds"
@@ -70,8 +71,9 @@ class RoundPolicy(Policy):
     def on_timer(self, ctx: Context, payload: object) -> bool:
         return payload == "round"
 
+    @abstractmethod
     def plan(self, ctx: Context) -> dict[int, Alloc]:
-        raise NotImplementedError
+        """The allocation every job should hold this round (jobs left out are paused or wait)."""
 
     def schedule(self, ctx: Context) -> None:
         if ctx.now < self.next_round or not ctx.active:

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Annotated, Optional
 import typer
 from rich.columns import Columns
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from schedlab.errors import ConfigError
@@ -408,15 +409,22 @@ def _version() -> str:
 
 
 @app.command()
-def report(run_dir: Annotated[Path, typer.Argument(help="A run directory, or a compare directory.")]) -> None:
+def report(run_dir: Annotated[Path, typer.Argument(help="A run directory, a compare directory or a sweep directory.")]) -> None:
     """Draw PNG plots (JCT and queueing CDFs, queue length and GPU allocation over time) into a run directory.
+
+    For a sweep directory: DIR/report.html (comparison tables with mean ± 95 % CI over seeds,
+    JCT and queueing CDFs, metrics against load) and DIR/tables.md (the spec's tables).
 
     Examples:
 
       schedlab report runs/quickstart
 
       schedlab report runs/cmp
+
+      schedlab report runs/helios-table3
     """
+    if (run_dir / "results.parquet").is_file() and (run_dir / "sweep.toml").is_file():
+        return _sweep_report(run_dir)
     from schedlab.metrics.plots import report as draw
 
     for p in draw(run_dir):
@@ -708,6 +716,111 @@ def traces_inspect(
     spec = _workload_spec(path, fmt=fmt, mapping=mapping, time_unit=time_unit, skip_cpu_jobs=skip_cpu_jobs, skip=skip,
                           tenant_prefix=tenant_prefix, tenant_map=tenant_map)  # fmt: skip
     console.print(render_description(describe(spec.build())))
+
+
+# --- sweep: a spec's grid of runs, and its HTML report ------------------------------------------
+
+
+@app.command()
+def sweep(
+    ctx: typer.Context,
+    spec: Annotated[Path, typer.Argument(help="A sweep spec (TOML): workloads, policies, seeds, engine settings; see docs/guide.md.")],
+    out: Annotated[Path, typer.Option("--out", "-o", help="Sweep directory: DIR/cells/<cell>/, DIR/results.parquet. Rerunning into it skips finished cells.")],
+    workers: Annotated[int, typer.Option("--workers", "-j", min=0, help="Cells run at once: local processes, or Ray CPUs with --ray local (default: cores).")] = 0,
+    ray: Annotated[Optional[str], typer.Option("--ray", help="Run the cells on a Ray cluster at ADDRESS (needs the 'ray' extra and DIR on a shared file system); 'local' starts one here.")] = None,
+    force: Annotated[bool, typer.Option("--force", help="Run every cell again, finished ones included.")] = False,
+    progress: ProgressOpt = True,
+) -> None:
+    """Run every cell of a spec's grid (workloads x policies x parameters x settings x seeds).
+
+    Each cell writes its run directory DIR/cells/<cell>/ only when complete; a rerun skips
+    finished cells, so an interrupted sweep resumes where it stopped. Then writes
+    DIR/results.parquet (one row per cell: its keys and every summary metric); once every cell
+    is done, DIR/run.json (`schedlab rerun DIR`). Draw the page: schedlab report DIR.
+
+    Examples:
+
+      schedlab sweep experiments/specs/helios-table3.toml --out runs/helios-table3
+
+      schedlab sweep my-spec.toml --out runs/mine --ray local
+    """
+    from schedlab.experiments.spec import load_spec, resolve_dates
+    from schedlab.experiments.sweep import prepare_out, run_sweep, write_results, write_sweep_manifest
+
+    parsed = resolve_dates(load_spec(spec))
+    out = prepare_out(out, parsed, force=force)
+    cells = parsed.cells
+    counts = {"done": 0, "skipped": 0, "failed": 0}
+    failures = []
+    with _CellBar(len(cells), enabled=progress) as bar:
+
+        def show(outcome) -> None:
+            counts[outcome.status] += 1
+            bar.advance(counts)
+            name = cells[outcome.index].name
+            if outcome.status == "done":
+                from schedlab.experiments.sweep import cell_dir
+                from schedlab.metrics.summary import read_summary
+
+                bar.line(f"[green]✓[/] [bold]{escape(name)}[/] {escape(_run_line(read_summary(cell_dir(out, cells[outcome.index]) / 'summary.json')))}")
+            elif outcome.status == "failed":
+                failures.append((name, outcome.message))
+                bar.line(f"[bold red]✗[/] [bold]{escape(name)}[/] {escape(outcome.message.strip().splitlines()[-1])}")
+
+        try:
+            run_sweep(parsed, out, workers=workers or os.cpu_count() or 1, ray_address=ray, force=force, on_outcome=show)
+        except KeyboardInterrupt:
+            write_results(parsed, out)
+            error_line(err_console, f"interrupted: {counts['done'] + counts['skipped']} of {len(cells)} cells are finished "
+                                    "and kept; run the same command again to resume")  # fmt: skip
+            raise typer.Exit(130) from None
+    path, rows = write_results(parsed, out)
+    console.print(f"{len(cells)} cells: {counts['done']} ran, {counts['skipped']} finished before, "
+                  f"{counts['failed']} failed; {rows} rows in [bold]{path}[/]")  # fmt: skip
+    if failures:
+        for name, message in failures:
+            err_console.print(f"cell {name} failed:\n{message.strip()}", markup=False, highlight=False)
+        error_line(err_console, f"{len(failures)} cell(s) failed; fix the cause and run the same command to run them again")
+        raise typer.Exit(1)
+    write_sweep_manifest(out, parsed, _invocation(ctx), Path.cwd())
+    console.print(f"draw the page: schedlab report {out}")
+
+
+class _CellBar:
+    """One progress bar over a sweep's cells (when stderr is a terminal), and a line per finished cell."""
+
+    def __init__(self, total: int, *, enabled: bool) -> None:
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+
+        self.console = Console(stderr=True)
+        self.bar = Progress(TextColumn("[bold]cells"), BarColumn(), MofNCompleteColumn(), TextColumn("{task.fields[status]}"),
+                            TimeElapsedColumn(), TimeRemainingColumn(), console=self.console, transient=True,
+                            disable=not (enabled and self.console.is_terminal))  # fmt: skip
+        self.task = self.bar.add_task("cells", total=total, status="")
+
+    def __enter__(self) -> _CellBar:
+        self.bar.__enter__()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.bar.__exit__(*exc)
+
+    def advance(self, counts: dict[str, int]) -> None:
+        status = ", ".join(f"{n} {what}" for what, n in counts.items() if n)
+        self.bar.update(self.task, completed=sum(counts.values()), status=status)
+
+    def line(self, text: str) -> None:
+        self.bar.console.print(text, highlight=False)
+
+
+def _sweep_report(run_dir: Path) -> None:
+    """The HTML page of a sweep directory, and its spec's Markdown tables."""
+    from schedlab.experiments.report_html import write_report
+
+    with console.status("drawing the sweep's report ..."):
+        paths = write_report(run_dir)
+    for p in paths:
+        console.print(f"wrote {p}")
 
 
 def main() -> None:

@@ -378,7 +378,7 @@ def _number(key: str, value: Any) -> float:
 
 
 def _positive(key: str, value: Any) -> float:
-    if _number(key, value) <= 0:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0:
         raise _KeyError(key, f"expected a positive number, got {value!r}")
     return float(value)
 

@@ -1,0 +1,352 @@
+"""schedlab sweep: spec validation, grid expansion, the process pool and Ray giving the same
+results, resuming after a killed worker, results.parquet, and the HTML report in a browser."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from typer.testing import CliRunner
+
+from schedlab.cli import app
+from schedlab.errors import ConfigError
+from schedlab.experiments.spec import load_spec, resolve_dates
+from schedlab.experiments.sweep import CELLS, cell_dir, is_finished
+
+REPO = Path(__file__).resolve().parents[1]
+runner = CliRunner()
+
+# 2 policies x 2 loads (arrival scale) x 2 seeds: eight cells of 60 jobs each.
+GRID = """
+name = "grid"
+seeds = [0, 1]
+
+[workloads.small]
+synthetic = "simple"
+jobs = 60
+arrival_scale = [1.0, 2.0]
+cluster = "uniform:2x4"
+
+[policies.fifo]
+[policies.srtf]
+
+[config]
+restore_s = 5
+
+[[report.tables]]
+title = "JCT by load"
+rows = ["policy", "arrival_scale"]
+metrics = ["jct_mean_s", "queued_jobs"]
+units = { jct_mean_s = "h" }
+
+[[report.tables]]
+title = "FIFO JCT over SRTF JCT"
+rows = ["policy", "arrival_scale"]
+where = { policy = "srtf" }
+ratio_to = { policy = "fifo" }
+metrics = ["jct_mean_s"]
+"""
+
+
+def _spec(tmp_path: Path, text: str, name: str = "spec.toml") -> Path:
+    path = tmp_path / name
+    path.write_text(text)
+    return path
+
+
+def _sweep(*args: str) -> subprocess.CompletedProcess[str]:
+    """The schedlab command in a child process (as a user runs it)."""
+    return subprocess.run([sys.executable, "-m", "schedlab.cli", "sweep", *args, "--no-progress"],
+                          capture_output=True, text=True, timeout=600, env={**os.environ, "PYTHONPATH": str(REPO / "src")})  # fmt: skip
+
+
+# --- the spec -------------------------------------------------------------------------------------------
+
+
+def test_the_grid_has_a_cell_per_combination_with_its_keys_and_settings(tmp_path: Path) -> None:
+    spec = load_spec(_spec(tmp_path, GRID))
+    assert len(spec.cells) == 8
+    assert spec.axes == ("arrival_scale",)
+    keys = [c.keys for c in spec.cells]
+    assert keys[0] == {"workload": "small", "policy": "fifo", "arrival_scale": 1.0, "seed": 0}
+    assert {(k["policy"], k["arrival_scale"], k["seed"]) for k in keys} == {
+        (p, a, s) for p in ("fifo", "srtf") for a in (1.0, 2.0) for s in (0, 1)
+    }
+    assert len({c.name for c in spec.cells}) == 8
+    last = spec.cells[-1].run
+    assert (last.policy, last.seed, last.workload.seed, last.workload.arrival_scale) == ("srtf", 1, 1, 2.0)
+    assert (last.workload.jobs, last.cluster, last.config.restore_s) == (60, "uniform:2x4", 5.0)
+
+
+def test_params_and_config_lists_are_axes_and_a_policy_may_appear_twice(tmp_path: Path) -> None:
+    text = """
+[workloads.w]
+synthetic = "simple"
+[policies.tiresias]
+params = { promote_knob = [2, 8] }
+[policies.tiresias-big]
+policy = "tiresias"
+params = { promote_knob = 4 }
+[config]
+checkpoint_s = [0, 20]
+"""
+    spec = load_spec(_spec(tmp_path, text))
+    assert len(spec.cells) == 2 * 2 + 1 * 2
+    assert spec.axes == ("param.promote_knob", "config.checkpoint_s")
+    knobs = [(c.keys["policy"], c.run.policy, c.run.params["promote_knob"], c.run.config.checkpoint_s) for c in spec.cells]
+    assert knobs == [("tiresias", "tiresias", 2, 0.0), ("tiresias", "tiresias", 2, 20.0), ("tiresias", "tiresias", 8, 0.0),
+                     ("tiresias", "tiresias", 8, 20.0), ("tiresias-big", "tiresias", 4, 0.0), ("tiresias-big", "tiresias", 4, 20.0)]  # fmt: skip
+
+
+def test_dates_resolve_from_the_trace_origin(tmp_path: Path) -> None:
+    trace = tmp_path / "jobs.csv"
+    trace.write_text("id,submitted,runtime,gpus\n1,2020-01-01 00:00:00,60,1\n2,2020-01-03 00:00:00,60,1\n")
+    text = f"""
+[workloads.t]
+trace = "{trace}"
+format = "csv"
+columns = {{ job_id = "id", submit_s = "submitted", duration_s = "runtime", num_gpus = "gpus" }}
+window = ":2020-01-02"
+train_until = 12
+cluster = "uniform:1x8"
+[policies.fifo]
+"""
+    w = resolve_dates(load_spec(_spec(tmp_path, text))).cells[0].run.workload
+    assert w.window_s == (0.0, 86400.0)  # the trace starts at its first submission, 2020-01-01
+    assert w.train_until_s == 12 * 3600.0
+
+
+BAD_SPECS = {
+    "unknown top key": ("[workloads.w]\nsynthetic = 'simple'\n[policies.fifo]\nseed = 1\n", "policies.fifo.seed"),
+    "top-level typo": ("sedes = [1]\n[workloads.w]\nsynthetic = 'simple'\n[policies.fifo]\n", "sedes"),
+    "load not a number": ("[workloads.w]\nsynthetic = 'simple'\nload = 'high'\n[policies.fifo]\n", "workloads.w.load"),
+    "negative arrival scale": ("[workloads.w]\nsynthetic = 'simple'\narrival_scale = [1, -2]\n[policies.fifo]\n",
+                               "workloads.w.arrival_scale"),  # fmt: skip
+    "unknown profile": ("[workloads.w]\nsynthetic = 'nope'\n[policies.fifo]\n", "workloads.w.synthetic"),
+    "trace without format": ("[workloads.w]\ntrace = 'x.csv'\ncluster = 'philly'\n[policies.fifo]\n", "workloads.w.format"),
+    "spot scale off gfs": ("[workloads.w]\nsynthetic = 'venus'\nspot_scale = 2\n[policies.fifo]\n", "workloads.w.spot_scale"),
+    "bad window": ("[workloads.w]\nsynthetic = 'simple'\nwindow = '3'\n[policies.fifo]\n", "workloads.w.window"),
+    "no workloads": ("[policies.fifo]\n", "workloads"),
+    "unknown policy": ("[workloads.w]\nsynthetic = 'simple'\n[policies.fastest]\n", "policies.fastest"),
+    "unknown param": ("[workloads.w]\nsynthetic = 'simple'\n[policies.tiresias]\nparams = { knob = 1 }\n",
+                      "policies.tiresias.params.knob"),  # fmt: skip
+    "bad param value": ("[workloads.w]\nsynthetic = 'simple'\n[policies.tiresias]\nparams = { promote_knob = 'x' }\n",
+                        "policies.tiresias.params.promote_knob"),  # fmt: skip
+    "unknown engine setting": ("[workloads.w]\nsynthetic = 'simple'\n[policies.fifo]\n[config]\nrestore = 3\n", "config.restore"),
+    "negative engine setting": ("[workloads.w]\nsynthetic = 'simple'\n[policies.fifo]\n[config]\nrestore_s = -3\n",
+                                "config.restore_s"),  # fmt: skip
+    "seeds twice": ("seeds = [1, 1]\n[workloads.w]\nsynthetic = 'simple'\n[policies.fifo]\n", "seeds"),
+    "table unit": ("[workloads.w]\nsynthetic = 'simple'\n[policies.fifo]\n[[report.tables]]\nmetrics = ['jct_mean_s']\n"
+                   "units = { jct_mean_s = 'hours' }\n", "report.tables[0].units.jct_mean_s"),  # fmt: skip
+}
+
+
+@pytest.mark.parametrize("case", list(BAD_SPECS))
+def test_a_bad_spec_is_refused_naming_the_file_and_the_key(tmp_path: Path, case: str) -> None:
+    text, key = BAD_SPECS[case]
+    path = _spec(tmp_path, text, "bad-spec.toml")
+    with pytest.raises(ConfigError) as caught:
+        load_spec(path)
+    message = str(caught.value)
+    assert message.startswith(f"{path}: {key}: "), message
+
+
+def test_the_command_shows_a_spec_error_on_one_line_and_exits_2(tmp_path: Path) -> None:
+    path = _spec(tmp_path, BAD_SPECS["load not a number"][0], "bad-spec.toml")
+    result = runner.invoke(app, ["sweep", str(path), "--out", str(tmp_path / "out"), "--no-progress"])
+    assert result.exit_code == 2
+    assert "bad-spec.toml: workloads.w.load: expected a positive number, got 'high'" in result.stderr
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_toml_syntax_error_names_the_file(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match=r"broken\.toml: not valid TOML"):
+        load_spec(_spec(tmp_path, "[workloads\n", "broken.toml"))
+
+
+def test_every_shipped_spec_is_valid() -> None:
+    specs = sorted((REPO / "experiments" / "specs").glob("*.toml"))
+    assert specs
+    for path in specs:
+        spec = load_spec(path)
+        assert spec.cells, path
+
+
+# --- running: the pool, Ray, results.parquet, resuming ------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def pool_sweep(tmp_path_factory) -> Path:
+    """The 2x2x2 grid run on the local process pool."""
+    root = tmp_path_factory.mktemp("pool")
+    spec = _spec(root, GRID, "grid.toml")
+    done = _sweep(str(spec), "--out", str(root / "out"), "--workers", "2")
+    assert done.returncode == 0, done.stderr
+    return root / "out"
+
+
+def test_results_hold_one_row_per_cell_with_its_keys_and_summary(pool_sweep: Path) -> None:
+    results = pd.read_parquet(pool_sweep / "results.parquet")
+    assert len(results) == 8
+    assert list(results.columns[:5]) == ["workload", "policy", "arrival_scale", "seed", "cell"]
+    for _, row in results.iterrows():
+        summary = json.loads((pool_sweep / CELLS / row["cell"] / "summary.json").read_text())
+        assert (summary["policy"], summary["seed"]) == (row["policy"], row["seed"])
+        assert row["jct_mean_s"] == summary["jct_mean_s"]
+        assert row["duration_buckets.short.jobs"] == summary["duration_buckets"]["short"]["jobs"]
+    assert "sim_wall_s" not in results.columns  # machine timings stay in summary.json only
+    fifo, srtf = (results[results["policy"] == p]["jct_mean_s"].mean() for p in ("fifo", "srtf"))
+    assert srtf < fifo
+    command = json.loads((pool_sweep / "run.json").read_text())["command"]
+    assert command[command.index("sweep") + 1] == str(pool_sweep.parent / "grid.toml")
+
+
+def test_a_rerun_skips_every_finished_cell(pool_sweep: Path, tmp_path: Path) -> None:
+    out = tmp_path / "copy"
+    shutil.copytree(pool_sweep, out)
+    stamps = {p: p.stat().st_mtime_ns for p in out.glob("cells/*/jobs.parquet")}
+    done = _sweep(str(pool_sweep.parent / "grid.toml"), "--out", str(out))
+    assert done.returncode == 0, done.stderr
+    assert "0 ran, 8 finished before, 0 failed" in done.stdout
+    assert {p: p.stat().st_mtime_ns for p in out.glob("cells/*/jobs.parquet")} == stamps
+
+
+def test_a_grown_spec_runs_only_its_new_cells_and_a_changed_one_is_refused(pool_sweep: Path, tmp_path: Path) -> None:
+    out = tmp_path / "copy"
+    shutil.copytree(pool_sweep, out)
+    grown = _spec(tmp_path, GRID.replace("seeds = [0, 1]", "seeds = [0, 1, 2]"), "grown.toml")
+    done = _sweep(str(grown), "--out", str(out))
+    assert done.returncode == 0, done.stderr
+    assert "4 ran, 8 finished before, 0 failed; 12 rows" in done.stdout
+    changed = _spec(tmp_path, GRID.replace("restore_s = 5", "restore_s = 6"), "changed.toml")
+    refused = _sweep(str(changed), "--out", str(out))
+    assert refused.returncode == 2
+    assert "8 finished cell(s) were run with other settings" in refused.stderr
+
+
+def test_a_folder_that_is_not_a_sweep_is_refused(tmp_path: Path) -> None:
+    (tmp_path / "out").mkdir()
+    (tmp_path / "out" / "notes.txt").write_text("mine")
+    result = runner.invoke(app, ["sweep", str(_spec(tmp_path, GRID)), "--out", str(tmp_path / "out"), "--no-progress"])
+    assert result.exit_code == 2
+    assert "not a schedlab sweep" in result.stderr
+    assert (tmp_path / "out" / "notes.txt").read_text() == "mine"
+
+
+def test_the_grid_on_ray_gives_the_pool_results(pool_sweep: Path, tmp_path: Path) -> None:
+    pytest.importorskip("ray", reason="Ray is not installed (pip install 'schedlab[ray]')")
+    out = tmp_path / "ray"
+    done = _sweep(str(pool_sweep.parent / "grid.toml"), "--out", str(out), "--ray", "local", "--workers", "2")
+    assert done.returncode == 0, done.stderr
+    assert "8 ran" in done.stdout
+    pd.testing.assert_frame_equal(pd.read_parquet(out / "results.parquet"), pd.read_parquet(pool_sweep / "results.parquet"))
+    assert (out / "results.parquet").read_bytes() == (pool_sweep / "results.parquet").read_bytes()
+    for jobs in pool_sweep.glob("cells/*/jobs.parquet"):
+        assert (out / CELLS / jobs.parent.name / "jobs.parquet").read_bytes() == jobs.read_bytes()
+
+
+# Cells slow enough (a second or more) that a worker can be killed while it runs.
+SLOW = """
+seeds = [0, 1, 2]
+[workloads.busy]
+synthetic = "simple"
+jobs = 1500
+cluster = "uniform:2x4"
+[policies.srtf]
+"""
+
+
+def _children(pid: int) -> list[int]:
+    found = []
+    for task in Path(f"/proc/{pid}/task").glob("*"):
+        text = (task / "children").read_text() if (task / "children").exists() else ""
+        found += [int(p) for p in text.split()]
+    return found
+
+
+@pytest.mark.skipif(not Path("/proc/self/task").exists(), reason="needs /proc to find the worker processes")
+def test_a_cell_whose_worker_is_killed_fails_alone_and_a_rerun_runs_only_it(tmp_path: Path) -> None:
+    spec = _spec(tmp_path, SLOW)
+    out = tmp_path / "out"
+    env = {**os.environ, "PYTHONPATH": str(REPO / "src")}
+    sweep = subprocess.Popen([sys.executable, "-m", "schedlab.cli", "sweep", str(spec), "--out", str(out), "--workers", "1",
+                              "--no-progress"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)  # fmt: skip
+    cells = load_spec(spec).cells
+    deadline = time.monotonic() + 300
+    killed = None
+    while killed is None and time.monotonic() < deadline and sweep.poll() is None:
+        if is_finished(out, cells[0]):
+            workers = _children(sweep.pid)
+            if workers:
+                os.kill(workers[0], signal.SIGKILL)
+                killed = workers[0]
+        time.sleep(0.05)
+    stdout, stderr = sweep.communicate(timeout=300)
+    assert killed is not None, "the sweep ended before a worker could be killed"
+    assert sweep.returncode == 1, stderr
+    assert "its worker died (exit code -9)" in stderr
+    assert "1 failed" in stdout
+    unfinished = [c for c in cells if not is_finished(out, c)]
+    assert len(unfinished) == 1  # only the killed cell; the one after it ran
+    assert not cell_dir(out, unfinished[0]).exists()  # no half-written cell in place
+    assert not (out / "run.json").exists()  # the sweep is not complete
+    first = (cell_dir(out, cells[0]) / "jobs.parquet").stat().st_mtime_ns
+    again = _sweep(str(spec), "--out", str(out), "--workers", "1")
+    assert again.returncode == 0, again.stderr
+    assert "1 ran, 2 finished before, 0 failed" in again.stdout
+    assert all(is_finished(out, c) for c in cells)
+    assert (cell_dir(out, cells[0]) / "jobs.parquet").stat().st_mtime_ns == first
+    assert not list((out / CELLS).glob(".*partial*"))  # the killed worker's staging folder is gone
+    assert (out / "run.json").is_file()
+
+
+# --- the report -----------------------------------------------------------------------------------------
+
+
+def test_the_spec_tables_are_written_as_markdown(pool_sweep: Path, tmp_path: Path) -> None:
+    out = tmp_path / "copy"
+    shutil.copytree(pool_sweep, out)
+    result = runner.invoke(app, ["report", str(out)])
+    assert result.exit_code == 0, result.output
+    results = pd.read_parquet(out / "results.parquet")
+    text = (out / "tables.md").read_text()
+    fifo1 = results[(results.policy == "fifo") & (results.arrival_scale == 1.0)]["jct_mean_s"].mean()
+    srtf1 = results[(results.policy == "srtf") & (results.arrival_scale == 1.0)]["jct_mean_s"].mean()
+    assert f"| fifo | 1.0 | {fifo1 / 3600:.2f} |" in text
+    assert f"| srtf | 1.0 | {fifo1 / srtf1:.2f}x |" in text
+
+
+def test_the_report_renders_in_a_headless_browser(pool_sweep: Path, tmp_path: Path) -> None:
+    browser = shutil.which("chromium") or shutil.which("chromium-browser")
+    if browser is None:
+        pytest.skip("headless browser check needs Chromium (Debian: apt-get install chromium)")
+    out = tmp_path / "copy"
+    shutil.copytree(pool_sweep, out)
+    result = runner.invoke(app, ["report", str(out)])
+    assert result.exit_code == 0, result.output
+    page = out / "report.html"
+    assert not re.search(r"""(src|href)\s*=\s*["'](?!#|data:)""", page.read_text())  # self-contained: no outside file
+    dom = subprocess.run([browser, "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+                          "--disable-component-update", "--disable-sync", "--no-first-run",
+                          f"--user-data-dir={tmp_path / 'profile'}", "--dump-dom", page.as_uri()],
+                         capture_output=True, text=True, timeout=120).stdout  # fmt: skip
+    assert "<table class=\"comparison\">" in dom
+    assert dom.count("<svg") == 3  # JCT/queueing CDFs at each of the 2 loads, metrics against load
+    assert "JCT by load" in dom and "FIFO JCT over SRTF JCT" in dom
+    assert "against arrival_scale" in dom
+    assert "±" in dom  # two seeds: a confidence interval
+    shot = tmp_path / "page.png"
+    subprocess.run([browser, "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+                    "--disable-component-update", "--disable-sync", "--no-first-run",
+                    f"--user-data-dir={tmp_path / 'profile2'}", f"--screenshot={shot}", "--window-size=1200,2000",
+                    page.as_uri()], capture_output=True, timeout=120)  # fmt: skip
+    assert shot.is_file() and shot.stat().st_size > 10_000

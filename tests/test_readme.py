@@ -50,6 +50,7 @@ def test_readme_command_runs_in_a_terminal(args: list[str], tmp_path: Path) -> N
     work.mkdir()
     # Paths in the README are relative to the repository root.
     (work / "README.md").symlink_to(REPO / "README.md")
+    (work / "experiments").symlink_to(REPO / "experiments")
     shared = tmp_path / "shared"
     if (REPO.parent / "shared").is_dir():
         shared.symlink_to(REPO.parent / "shared")

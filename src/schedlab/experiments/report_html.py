@@ -42,7 +42,7 @@ def write_report(run_dir: Path) -> list[Path]:
     if results.empty:
         raise InputError("results.parquet has no rows: no cell has finished", file=str(results_path))
     tables = [(t, spec_table(results, t)) for t in spec.tables]
-    markdown = "".join(f"### {t.title}\n\n{to_markdown(frame)}\n" for t, frame in tables)
+    markdown = "\n".join(f"### {t.title}\n\n{to_markdown(frame)}" for t, frame in tables)
     (run_dir / TABLES).write_text(markdown)
     page = _page(run_dir, spec, results, tables)
     (run_dir / PAGE).write_text(page, encoding="utf-8")

@@ -173,6 +173,18 @@ def test_a_toml_syntax_error_names_the_file(tmp_path: Path) -> None:
         load_spec(_spec(tmp_path, "[workloads\n", "broken.toml"))
 
 
+def test_the_guide_documents_every_spec_key() -> None:
+    from schedlab.experiments import spec as keys
+
+    text = (REPO / "docs" / "guide.md").read_text()
+    section = text.split("### Spec keys", 1)[1].split("\n## ", 1)[0]
+    documented = set(re.findall(r"^\| `(\w+)`(?:, `(\w+)`)?", section, re.M))
+    names = {n for pair in documented for n in pair if n}
+    every = {*keys.TOP_KEYS, *keys.WORKLOAD_KEYS, *keys.POLICY_KEYS, *keys.CONFIG_KEYS, *keys.REPORT_KEYS, *keys.TABLE_KEYS}
+    assert every - names == set()
+    assert names - every == set()
+
+
 def test_every_shipped_spec_is_valid() -> None:
     specs = sorted((REPO / "experiments" / "specs").glob("*.toml"))
     assert specs

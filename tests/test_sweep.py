@@ -54,6 +54,14 @@ rows = ["policy", "arrival_scale"]
 where = { policy = "srtf" }
 ratio_to = { policy = "fifo" }
 metrics = ["jct_mean_s"]
+
+[[report.tables]]
+title = "SRTF JCT over FIFO JCT"
+rows = ["policy", "arrival_scale"]
+where = { policy = "srtf" }
+ratio_to = { policy = "fifo" }
+ratio = "row/baseline"
+metrics = ["jct_mean_s"]
 """
 
 
@@ -145,6 +153,11 @@ BAD_SPECS = {
     "negative engine setting": ("[workloads.w]\nsynthetic = 'simple'\n[policies.fifo]\n[config]\nrestore_s = -3\n",
                                 "config.restore_s"),  # fmt: skip
     "seeds twice": ("seeds = [1, 1]\n[workloads.w]\nsynthetic = 'simple'\n[policies.fifo]\n", "seeds"),
+    "table ratio": ("[workloads.w]\nsynthetic = 'simple'\n[policies.fifo]\n[[report.tables]]\nmetrics = ['jct_mean_s']\n"
+                    "ratio_to = { policy = 'fifo' }\nratio = 'row-baseline'\n", "report.tables[0].ratio"),  # fmt: skip
+    "table ratio key not a row": ("[workloads.w]\nsynthetic = 'simple'\n[policies.fifo]\n[[report.tables]]\n"
+                                  "rows = ['workload']\nmetrics = ['jct_mean_s']\nratio_to = { policy = 'fifo' }\n",
+                                  "report.tables[0].ratio_to.policy"),  # fmt: skip
     "table unit": ("[workloads.w]\nsynthetic = 'simple'\n[policies.fifo]\n[[report.tables]]\nmetrics = ['jct_mean_s']\n"
                    "units = { jct_mean_s = 'hours' }\n", "report.tables[0].units.jct_mean_s"),  # fmt: skip
 }
@@ -335,6 +348,7 @@ def test_the_spec_tables_are_written_as_markdown(pool_sweep: Path, tmp_path: Pat
     srtf1 = results[(results.policy == "srtf") & (results.arrival_scale == 1.0)]["jct_mean_s"].mean()
     assert f"| fifo | 1.0 | {fifo1 / 3600:.2f} |" in text
     assert f"| srtf | 1.0 | {fifo1 / srtf1:.2f}x |" in text
+    assert f"| srtf | 1.0 | {srtf1 / fifo1:.2f}x |" in text
 
 
 def test_the_report_renders_in_a_headless_browser(pool_sweep: Path, tmp_path: Path) -> None:
@@ -362,3 +376,22 @@ def test_the_report_renders_in_a_headless_browser(pool_sweep: Path, tmp_path: Pa
                     f"--user-data-dir={tmp_path / 'profile2'}", f"--screenshot={shot}", "--window-size=1200,2000",
                     page.as_uri()], capture_output=True, timeout=120)  # fmt: skip
     assert shot.is_file() and shot.stat().st_size > 10_000
+
+
+def test_fit_cluster_drops_jobs_of_unknown_tenants_and_jobs_larger_than_their_pool() -> None:
+    from simkit import cluster, job, workload
+
+    from schedlab.experiments.sweep import fit_to_cluster
+
+    # Pools: x has two 4-GPU nodes (8 GPUs), y one 2-GPU node.
+    spec = cluster([4, 4, 2], pools=["x", "x", "y"], tenants={"x": None, "y": None}, partitioned=True)
+    jobs = [job("fits-x", 0, 8, 9, tenant="x"), job("too-big-for-x", 0, 9, 9, tenant="x"),
+            job("fits-y", 0, 2, 9, tenant="y"), job("too-big-for-y", 0, 4, 9, tenant="y"),
+            job("no-pool", 0, 1, 9, tenant="z")]  # fmt: skip
+    kept, dropped = fit_to_cluster(workload(jobs), spec)
+    assert list(kept.jobs["job_id"]) == ["fits-x", "fits-y"]
+    assert dropped == 3
+    shared = cluster([4, 4])
+    kept, dropped = fit_to_cluster(workload(jobs), shared)  # one pool of 8 GPUs: only size matters
+    assert list(kept.jobs["job_id"]) == ["fits-x", "fits-y", "too-big-for-y", "no-pool"]
+    assert dropped == 1

@@ -69,7 +69,10 @@ def spec_table(results: pd.DataFrame, table: Table) -> pd.DataFrame:
         for idx in means.index:
             row = dict(zip(table.rows, idx if isinstance(idx, tuple) else (idx,)))
             ref = base.loc[tuple(row[k] for k in keys) if len(keys) > 1 else row[keys[0]]]
-            means.loc[idx] = [_ratio(ref[m], means.loc[idx, m]) for m in table.metrics]
+            pairs = [(ref[m], means.loc[idx, m]) for m in table.metrics]
+            if table.ratio == "row/baseline":
+                pairs = [(value, base) for base, value in pairs]
+            means.loc[idx] = [_ratio(top, bottom) for top, bottom in pairs]
     labels = list(table.labels) or [f"{m} ({table.units[m]})" if m in table.units else m for m in table.metrics]
     body = {label: [_cell(v, table.units.get(m, "x" if table.ratio_to else ""), table.digits) for v in means[m]]
             for label, m in zip(labels, table.metrics)}  # fmt: skip
@@ -95,10 +98,10 @@ def _mean(values: pd.Series) -> Any:
     return float(present.mean())
 
 
-def _ratio(base: Any, value: Any) -> float | None:
-    if not isinstance(base, float) or not isinstance(value, float) or not value:
+def _ratio(top: Any, bottom: Any) -> float | None:
+    if not isinstance(top, float) or not isinstance(bottom, float) or not bottom:
         return None
-    return base / value
+    return top / bottom
 
 
 def _cell(value: Any, unit: str, digits: int) -> str:

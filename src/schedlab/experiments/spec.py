@@ -29,12 +29,13 @@ from schedlab.sim.engine import SimConfig
 # Workload keys that may be a list (an axis of the grid), and the type each value must have.
 WORKLOAD_AXES = ("jobs", "load", "arrival_scale", "spot_scale", "sample", "cluster")
 WORKLOAD_KEYS = ("trace", "format", "synthetic", "window", "train_until", "time_unit", "skip", "columns",
-                 "tenant_prefix", "tenant_map", *WORKLOAD_AXES)  # fmt: skip
+                 "tenant_prefix", "tenant_map", "fit_cluster", *WORKLOAD_AXES)  # fmt: skip
 POLICY_KEYS = ("policy", "placer", "params")
 CONFIG_KEYS = tuple(f.name for f in dataclasses.fields(SimConfig))
 TOP_KEYS = ("name", "description", "seeds", "cluster", "workloads", "policies", "config", "report")
 REPORT_KEYS = ("tables", "load_axis")
-TABLE_KEYS = ("title", "rows", "metrics", "labels", "units", "where", "ratio_to", "digits")
+TABLE_KEYS = ("title", "rows", "metrics", "labels", "units", "where", "ratio_to", "ratio", "digits")
+RATIOS = ("baseline/row", "row/baseline")
 TABLE_UNITS = {"s": 1.0, "min": 60.0, "h": 3600.0, "d": 86400.0, "x": 1.0, "%": 0.01, "": 1.0}
 SPOT_PROFILES = ("gfs", "gfs-a100")
 
@@ -51,6 +52,7 @@ class Table:
     units: dict[str, str] = field(default_factory=dict)
     where: dict[str, Any] = field(default_factory=dict)
     ratio_to: dict[str, Any] = field(default_factory=dict)
+    ratio: str = RATIOS[0]
     digits: int = 2
 
 
@@ -60,6 +62,7 @@ class Cell:
 
     keys: dict[str, Any]
     run: Any  # schedlab.experiments.run.RunSpec
+    fit_cluster: bool = False  # drop the jobs that cannot run on the cluster (see sweep.fit_to_cluster)
 
     @property
     def name(self) -> str:
@@ -72,7 +75,8 @@ class Cell:
         """A hash of every setting of the run: a finished cell counts only while it matches."""
         from schedlab.experiments.manifest import _plain
 
-        text = json.dumps(_plain(self.run), sort_keys=True, default=str)
+        settings = {"run": _plain(self.run), "fit_cluster": True} if self.fit_cluster else _plain(self.run)
+        text = json.dumps(settings, sort_keys=True, default=str)
         return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
@@ -154,6 +158,7 @@ def _cell(wname: str, wbase: dict, pname: str, pbase: dict, chosen: dict[str, An
     seed = chosen["seed"]
     w = {**wbase, **{k: v for k, v in chosen.items() if k in WORKLOAD_AXES}}
     cluster = w.pop("cluster")
+    fit_cluster = w.pop("fit_cluster")
     options = dict(w.pop("options"))
     spot = w.pop("spot_scale", None)
     if spot is not None:
@@ -163,7 +168,7 @@ def _cell(wname: str, wbase: dict, pname: str, pbase: dict, chosen: dict[str, An
     config = SimConfig(**{k[7:]: v for k, v in chosen.items() if k.startswith("config.")})
     run = RunSpec(wspec, cluster, pbase["policy"], pbase["placer"], seed, config, params=params)
     keys = {"workload": wname, "policy": pname, **{k: v for k, v in chosen.items() if k in axes}, "seed": seed}
-    return Cell(keys, run)
+    return Cell(keys, run, fit_cluster)
 
 
 def _workload_axes(name: str, w: Any, default_cluster: str | None) -> tuple[dict[str, Any], dict[str, list]]:
@@ -200,6 +205,7 @@ def _workload_axes(name: str, w: Any, default_cluster: str | None) -> tuple[dict
             raise _KeyError(at + "spot_scale", f"needs synthetic {' or '.join(SPOT_PROFILES)}")
     for key in ("tenant_prefix", "tenant_map"):
         fixed[key] = _get(w, key, None, _str, at)
+    fixed["fit_cluster"] = _get(w, "fit_cluster", False, _bool, at)
     # Resolved to seconds by resolve_dates (a date needs the trace's origin).
     fixed["window_s"] = _get(w, "window", None, _window, at)
     fixed["train_until_s"] = _get(w, "train_until", None, _hours_or_date, at)
@@ -277,8 +283,11 @@ def _report_table(i: int, t: Any) -> Table:
     for key in ratio_to:
         if key not in rows:
             raise _KeyError(f"{at}ratio_to.{key}", "must be one of the table's rows keys")
+    ratio = _get(t, "ratio", RATIOS[0], _str, at)
+    if ratio not in RATIOS:
+        raise _KeyError(at + "ratio", f"expected one of {', '.join(repr(r) for r in RATIOS)}, got {ratio!r}")
     return Table(_get(t, "title", f"table {i + 1}", _str, at), rows, metrics, labels, units,
-                 _table(t, "where", at), ratio_to, _get(t, "digits", 2, _int(minimum=0), at))  # fmt: skip
+                 _table(t, "where", at), ratio_to, ratio, _get(t, "digits", 2, _int(minimum=0), at))  # fmt: skip
 
 
 def resolve_dates(spec: SweepSpec) -> SweepSpec:
@@ -368,6 +377,12 @@ def _list(table: dict, key: str, at: str, check: Callable[[str, Any], Any] | Non
 def _str(key: str, value: Any) -> str:
     if not isinstance(value, str) or not value:
         raise _KeyError(key, f"expected a non-empty string, got {value!r}")
+    return value
+
+
+def _bool(key: str, value: Any) -> bool:
+    if not isinstance(value, bool):
+        raise _KeyError(key, f"expected true or false, got {value!r}")
     return value
 
 

@@ -26,13 +26,19 @@ import signal
 import traceback
 from collections.abc import Callable
 from dataclasses import dataclass
+from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+import numpy as np
 import pandas as pd
 
 from schedlab.errors import ConfigError, SchedlabError
 from schedlab.experiments.spec import Cell, SweepSpec
+
+if TYPE_CHECKING:
+    from schedlab.cluster.spec import ClusterSpec
+    from schedlab.workload.schema import Workload
 
 SPEC_COPY = "sweep.toml"
 CELLS = "cells"
@@ -101,9 +107,41 @@ def run_cell(cell: Cell, out: Path) -> None:
     from schedlab.experiments.run import simulate_run
 
     with staged(cell_dir(out, cell), force=True) as stage:
-        simulate_run(cell.run, stage)
-        record = {"keys": cell.keys, "fingerprint": cell.fingerprint(), "settings": _plain(cell.run)}
+        record: dict[str, Any] = {"keys": cell.keys, "fingerprint": cell.fingerprint()}
+        if cell.fit_cluster:
+            history, workload, cluster, record["dropped_unfit"] = _fitted(cell.run)
+            simulate_run(cell.run, stage, workload=workload, history=history, cluster=cluster)
+        else:
+            simulate_run(cell.run, stage)
+        record["settings"] = _plain(cell.run)
         (stage / CELL_FILE).write_text(json.dumps(record, indent=2, default=str) + "\n")
+
+
+def fit_to_cluster(w: Workload, cluster: ClusterSpec) -> tuple[Workload, int]:
+    """Drop the jobs of tenants that own no partition of ``cluster`` and the jobs larger than
+    their pool; (the rest, how many were dropped)."""
+    jobs = w.jobs
+    known = jobs["tenant"].map(lambda t: not cluster.partitioned or t in cluster.tenants).to_numpy()
+    cap = [cluster.max_job_gpus(t, g) if k else 0 for t, g, k in zip(jobs["tenant"], jobs["gpu_type"], known)]
+    keep = jobs["num_gpus"].to_numpy() <= np.asarray(cap)
+    return w.with_jobs(jobs[keep]), int((~keep).sum())
+
+
+def _fitted(run) -> tuple[Workload | None, Workload, ClusterSpec, int]:
+    """(history, evaluation, cluster, evaluation jobs dropped) of a run with ``fit_cluster``."""
+    from schedlab.cluster.presets import load_cluster
+
+    cluster = load_cluster(run.cluster_name())
+    wspec = run.workload
+    if wspec.synthetic is not None and wspec.cluster_gpus is None:
+        wspec = replace(wspec, cluster_gpus=cluster.total_gpus)
+    history, evaluation = wspec.build_split()
+    evaluation, dropped = fit_to_cluster(evaluation, cluster)
+    if history is not None:
+        history, _ = fit_to_cluster(history, cluster)
+    if len(evaluation) == 0:
+        raise ConfigError(f"no job of the workload fits cluster '{cluster.name}'")
+    return history, evaluation, cluster, dropped
 
 
 def run_sweep(
@@ -241,6 +279,8 @@ def collect_results(spec: SweepSpec, out: Path) -> pd.DataFrame:
         if not is_finished(out, cell):
             continue
         summary = read_summary(cell_dir(out, cell) / "summary.json")
+        if cell.fit_cluster:
+            summary["dropped_unfit"] = json.loads((cell_dir(out, cell) / CELL_FILE).read_text())["dropped_unfit"]
         metrics = {k: v for k, v in _flatten(summary).items() if k not in MACHINE_KEYS}
         metrics.pop("seed", None)
         rows.append({**cell.keys, "cell": cell.name, **{k: v for k, v in metrics.items() if k not in cell.keys}})

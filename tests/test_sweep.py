@@ -198,6 +198,34 @@ def test_the_guide_documents_every_spec_key() -> None:
     assert names - every == set()
 
 
+def test_the_gfs_specs_run_exactly_the_runs_of_the_gfs_benchmark() -> None:
+    """Each GFS spec's cells are the runs of ``benchmarks/gfs_paper.py`` for its table, setting for setting."""
+    import importlib.util
+
+    from schedlab.experiments.run import RunSpec, WorkloadSpec
+
+    loader = importlib.util.spec_from_file_location("gfs_paper", REPO / "benchmarks" / "gfs_paper.py")
+    bench = importlib.util.module_from_spec(loader)
+    sys.modules["gfs_paper"] = bench  # its dataclasses look their module up
+    try:
+        loader.loader.exec_module(bench)
+    finally:
+        del sys.modules["gfs_paper"]
+
+    def bench_run(cell, jobs: int, seed: int) -> RunSpec:  # as gfs_paper.run_cell builds it
+        scale = cell.arrival_scale or 1.0
+        w = WorkloadSpec(synthetic="gfs-a100", jobs=jobs, seed=seed, options={"spot_scale": float(cell.spot_scale)},
+                         arrival_scale=None if scale == 1 else scale)  # fmt: skip
+        return RunSpec(w, "gfs-a100", cell.policy, seed=seed, params=cell.params)
+
+    for name, table, jobs, seeds in (("gfs-table5", "table5", 40000, (0, 1)), ("gfs-table6", "table6", 40000, (0, 1)),
+                                     ("gfs-ablation", "ablation", 40000, (0, 1)),
+                                     ("gfs-contention", "contention", 20000, (0, 1, 2))):  # fmt: skip
+        ours = sorted(repr(c.run) for c in load_spec(REPO / "experiments" / "specs" / f"{name}.toml").cells)
+        theirs = sorted(repr(bench_run(c, jobs, s)) for c in bench.cells(table) for s in seeds)
+        assert ours == theirs, name
+
+
 def test_every_shipped_spec_is_valid() -> None:
     specs = sorted((REPO / "experiments" / "specs").glob("*.toml"))
     assert specs

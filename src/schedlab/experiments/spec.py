@@ -160,6 +160,8 @@ def _cell(wname: str, wbase: dict, pname: str, pbase: dict, chosen: dict[str, An
     cluster = w.pop("cluster")
     fit_cluster = w.pop("fit_cluster")
     options = dict(w.pop("options"))
+    if w.get("arrival_scale") == 1.0:
+        w["arrival_scale"] = None  # load x 1: the workload as it is, not re-timed
     spot = w.pop("spot_scale", None)
     if spot is not None:
         options["spot_scale"] = spot

@@ -62,6 +62,12 @@ where = { policy = "srtf" }
 ratio_to = { policy = "fifo" }
 ratio = "row/baseline"
 metrics = ["jct_mean_s"]
+
+[[report.tables]]
+title = "FIFO JCT over each policy's, every load"
+rows = ["policy"]
+ratio_to = { policy = "fifo" }
+metrics = ["jct_mean_s"]
 """
 
 
@@ -377,6 +383,8 @@ def test_the_spec_tables_are_written_as_markdown(pool_sweep: Path, tmp_path: Pat
     assert f"| fifo | 1.0 | {fifo1 / 3600:.2f} |" in text
     assert f"| srtf | 1.0 | {fifo1 / srtf1:.2f}x |" in text
     assert f"| srtf | 1.0 | {srtf1 / fifo1:.2f}x |" in text
+    fifo, srtf = (results[results.policy == p]["jct_mean_s"].mean() for p in ("fifo", "srtf"))
+    assert "| fifo | 1.00x |" in text and f"| srtf | {fifo / srtf:.2f}x |" in text
 
 
 def test_the_report_renders_in_a_headless_browser(pool_sweep: Path, tmp_path: Path) -> None:

@@ -62,13 +62,12 @@ def spec_table(results: pd.DataFrame, table: Table) -> pd.DataFrame:
         raise InputError(f"table '{table.title}': no column '{missing[0]}' in results.parquet", file=RESULTS)
     means = frame.groupby(list(table.rows), sort=False, dropna=False)[list(table.metrics)].agg(_mean)
     if table.ratio_to:
-        base_frame = _where(results, {**table.where, **table.ratio_to})
-        base = base_frame.groupby([r for r in table.rows if r not in table.ratio_to], sort=False)[list(table.metrics)]
-        base = base.agg(_mean)
         keys = [r for r in table.rows if r not in table.ratio_to]
+        base_cells = _where(results, {**table.where, **table.ratio_to})
         for idx in means.index:
             row = dict(zip(table.rows, idx if isinstance(idx, tuple) else (idx,)))
-            ref = base.loc[tuple(row[k] for k in keys) if len(keys) > 1 else row[keys[0]]]
+            same = base_cells[np.logical_and.reduce([base_cells[k] == row[k] for k in keys])] if keys else base_cells
+            ref = same[list(table.metrics)].agg(_mean)
             pairs = [(ref[m], means.loc[idx, m]) for m in table.metrics]
             if table.ratio == "row/baseline":
                 pairs = [(value, base) for base, value in pairs]
@@ -161,7 +160,8 @@ def mean_ci(values: np.ndarray) -> tuple[float, float | None]:
 def comparison(results: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
     """Rows: the cells grouped by ``keys`` (every key but the seed); columns: each compared
     metric's mean and CI half-width over the group, and the number of seeds."""
-    metrics = [m for m in COMPARED if m in results.columns and pd.api.types.is_numeric_dtype(results[m])]
+    metrics = [m for m in COMPARED if m in results.columns and pd.api.types.is_numeric_dtype(results[m])
+               and not pd.api.types.is_bool_dtype(results[m])]  # fmt: skip
     rows = []
     for idx, group in results.groupby(keys, sort=False, dropna=False):
         row = dict(zip(keys, idx if isinstance(idx, tuple) else (idx,)))

@@ -293,6 +293,8 @@ def collect_results(spec: SweepSpec, out: Path) -> pd.DataFrame:
 def _one_type(column: pd.Series) -> pd.Series:
     """A column parquet can store: numbers, true/false or text, missing values as nulls."""
     present = [v for v in column if v is not None and not (isinstance(v, float) and v != v)]
+    if not present:
+        return column.astype("float64")
     if all(isinstance(v, bool) for v in present):
         return column.astype("boolean")
     if all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in present):

@@ -266,7 +266,15 @@ def test_results_hold_one_row_per_cell_with_its_keys_and_summary(pool_sweep: Pat
     fifo, srtf = (results[results["policy"] == p]["jct_mean_s"].mean() for p in ("fifo", "srtf"))
     assert srtf < fifo
     command = json.loads((pool_sweep / "run.json").read_text())["command"]
-    assert command[command.index("sweep") + 1] == str(pool_sweep.parent / "grid.toml")
+    assert command[:4] == ["sweep", str(pool_sweep.parent / "grid.toml"), "--out", str(pool_sweep)]
+
+
+def test_rerun_repeats_a_sweep_byte_for_byte(pool_sweep: Path, tmp_path: Path) -> None:
+    again = tmp_path / "again"
+    result = subprocess.run([sys.executable, "-m", "schedlab.cli", "rerun", str(pool_sweep), "--out", str(again)],
+                            capture_output=True, text=True, timeout=600, env={**os.environ, "PYTHONPATH": str(REPO / "src")})  # fmt: skip
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "17 tables byte for byte the same" in " ".join(result.stdout.split())  # 8 cells x 2 tables, results.parquet
 
 
 def test_a_rerun_skips_every_finished_cell(pool_sweep: Path, tmp_path: Path) -> None:
@@ -366,6 +374,31 @@ def test_a_cell_whose_worker_is_killed_fails_alone_and_a_rerun_runs_only_it(tmp_
     assert (cell_dir(out, cells[0]) / "jobs.parquet").stat().st_mtime_ns == first
     assert not list((out / CELLS).glob(".*partial*"))  # the killed worker's staging folder is gone
     assert (out / "run.json").is_file()
+
+
+@pytest.mark.parametrize("stop, code, word", [(signal.SIGINT, 130, "interrupted"), (signal.SIGTERM, 143, "terminated")])
+def test_a_stopped_sweep_keeps_its_finished_cells_and_resumes(tmp_path: Path, stop, code: int, word: str) -> None:
+    spec = _spec(tmp_path, SLOW)
+    out = tmp_path / "out"
+    env = {**os.environ, "PYTHONPATH": str(REPO / "src")}
+    sweep = subprocess.Popen([sys.executable, "-m", "schedlab.cli", "sweep", str(spec), "--out", str(out), "--workers", "1",
+                              "--no-progress"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)  # fmt: skip
+    cells = load_spec(spec).cells
+    deadline = time.monotonic() + 300
+    while not is_finished(out, cells[0]) and time.monotonic() < deadline and sweep.poll() is None:
+        time.sleep(0.05)
+    sweep.send_signal(stop)
+    _, stderr = sweep.communicate(timeout=300)
+    assert sweep.returncode == code, stderr
+    finished = [c for c in cells if is_finished(out, c)]
+    assert f"{word}: {len(finished)} of 3 cells are finished and kept" in stderr
+    assert 1 <= len(finished) < 3
+    unfinished = [c for c in cells if c not in finished]
+    assert not any(cell_dir(out, c).exists() for c in unfinished)  # the stopped cell left no folder that looks done
+    again = _sweep(str(spec), "--out", str(out), "--workers", "1")
+    assert again.returncode == 0, again.stderr
+    assert f"{3 - len(finished)} ran, {len(finished)} finished before, 0 failed" in again.stdout
+    assert not list((out / CELLS).glob(".*partial*"))
 
 
 # --- the report -----------------------------------------------------------------------------------------

@@ -19,7 +19,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from schedlab.errors import ConfigError
-from schedlab.terminal import BoundaryGroup, RunBars, error_line
+from schedlab.terminal import EXIT_INTERRUPTED, EXIT_TERMINATED, BoundaryGroup, RunBars, Terminated, error_line
 
 if TYPE_CHECKING:
     from schedlab.experiments.run import RunSpec, WorkloadSpec
@@ -225,8 +225,14 @@ def _pairs(values: list[str] | None, flag: str, form: str) -> dict[str, str]:
 
 
 def _invocation(ctx: typer.Context) -> list[str]:
-    """The command as it ran, every option resolved (``--force`` left out): what ``rerun`` repeats."""
-    args = ctx.command_path.split()[1:]
+    """The command as it ran, every option resolved (``--force`` left out): what ``rerun`` repeats.
+
+    The subcommand names come from the context chain, not the program name, which is several
+    words when run as ``python -m schedlab.cli`` (as ``rerun`` does)."""
+    args, outer = [], ctx
+    while outer.parent is not None:
+        args.insert(0, outer.info_name)
+        outer = outer.parent
     for param in ctx.command.params:
         value = ctx.params.get(param.name)
         if value is None or param.name == "force":
@@ -769,11 +775,12 @@ def sweep(
 
         try:
             run_sweep(parsed, out, workers=workers or os.cpu_count() or 1, ray_address=ray, force=force, on_outcome=show)
-        except KeyboardInterrupt:
-            write_results(parsed, out)
-            error_line(err_console, f"interrupted: {counts['done'] + counts['skipped']} of {len(cells)} cells are finished "
+        except (KeyboardInterrupt, Terminated) as stop:
+            _, finished = write_results(parsed, out)
+            what = "interrupted" if isinstance(stop, KeyboardInterrupt) else "terminated"
+            error_line(err_console, f"{what}: {finished} of {len(cells)} cells are finished "
                                     "and kept; run the same command again to resume")  # fmt: skip
-            raise typer.Exit(130) from None
+            raise typer.Exit(EXIT_INTERRUPTED if isinstance(stop, KeyboardInterrupt) else EXIT_TERMINATED) from None
     path, rows = write_results(parsed, out)
     console.print(f"{len(cells)} cells: {counts['done']} ran, {counts['skipped']} finished before, "
                   f"{counts['failed']} failed; {rows} rows in [bold]{path}[/]")  # fmt: skip

@@ -149,6 +149,12 @@ BAD_SPECS = {
     "trace without format": ("[workloads.w]\ntrace = 'x.csv'\ncluster = 'philly'\n[policies.fifo]\n", "workloads.w.format"),
     "spot scale off gfs": ("[workloads.w]\nsynthetic = 'venus'\nspot_scale = 2\n[policies.fifo]\n", "workloads.w.spot_scale"),
     "bad window": ("[workloads.w]\nsynthetic = 'simple'\nwindow = '3'\n[policies.fifo]\n", "workloads.w.window"),
+    "missing trace file": ("[workloads.w]\ntrace = 'no-such.csv'\nformat = 'csv'\ncluster = 'philly'\n[policies.fifo]\n",
+                           "workloads.w.trace"),  # fmt: skip
+    "unknown cluster": ("[workloads.w]\nsynthetic = 'simple'\ncluster = ['uniform:2x4', 'uniform:lots']\n[policies.fifo]\n",
+                        "workloads.w.cluster"),  # fmt: skip
+    "unknown top-level cluster": ("cluster = 'mars'\n[workloads.w]\nsynthetic = 'simple'\n[policies.fifo]\n", "cluster"),
+    "unknown placer": ("[workloads.w]\nsynthetic = 'simple'\n[policies.fifo]\nplacer = 'anywhere'\n", "policies.fifo.placer"),
     "no workloads": ("[policies.fifo]\n", "workloads"),
     "unknown policy": ("[workloads.w]\nsynthetic = 'simple'\n[policies.fastest]\n", "policies.fastest"),
     "unknown param": ("[workloads.w]\nsynthetic = 'simple'\n[policies.tiresias]\nparams = { knob = 1 }\n",
@@ -232,8 +238,11 @@ def test_the_gfs_specs_run_exactly_the_runs_of_the_gfs_benchmark() -> None:
         assert ours == theirs, name
 
 
-def test_every_shipped_spec_is_valid() -> None:
-    specs = sorted((REPO / "experiments" / "specs").glob("*.toml"))
+def test_every_shipped_spec_is_valid(monkeypatch) -> None:
+    monkeypatch.chdir(REPO)  # their trace paths are relative to the repository root
+    have_data = (REPO.parent / "shared" / "data").is_dir()
+    specs = [p for p in sorted((REPO / "experiments" / "specs").glob("*.toml"))
+             if have_data or "../shared/data" not in p.read_text()]  # fmt: skip
     assert specs
     for path in specs:
         spec = load_spec(path)

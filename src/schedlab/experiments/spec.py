@@ -221,7 +221,21 @@ def _workload_axes(name: str, w: Any, default_cluster: str | None) -> tuple[dict
     }
     if axes["cluster"] == [None] and synthetic is None:
         raise _KeyError(at + "cluster", "a trace needs a cluster (here or at the top level)")
+    if trace is not None and not Path(trace).exists():
+        raise _KeyError(at + "trace", f"no such file: {trace} (relative paths are from the current directory)")
+    for cluster in axes["cluster"]:
+        _check_cluster(at + "cluster" if "cluster" in w else "cluster", cluster)
     return fixed, axes
+
+
+def _check_cluster(key: str, cluster: str | None) -> None:
+    from schedlab.cluster.presets import load_cluster
+
+    if cluster is not None:
+        try:
+            load_cluster(cluster)
+        except (ConfigError, OSError) as exc:
+            raise _KeyError(key, str(exc)) from None
 
 
 def _policy_axes(name: str, p: Any) -> tuple[dict[str, Any], dict[str, list]]:
@@ -236,6 +250,11 @@ def _policy_axes(name: str, p: Any) -> tuple[dict[str, Any], dict[str, list]]:
         raise _KeyError(at + "policy" if "policy" in p else at[:-1],
                         f"unknown policy '{policy}'; choose one of {', '.join(POLICIES)}")  # fmt: skip
     placer = _get(p, "placer", None, _str, at)
+    if placer is not None:
+        from schedlab.policies.common.placers import PLACERS
+
+        if placer not in PLACERS:
+            raise _KeyError(at + "placer", f"unknown placer '{placer}'; choose one of {', '.join(PLACERS)}")
     params = _table(p, "params", at)
     axes = {k: (v if isinstance(v, list) else [v]) for k, v in params.items()}
     for key, values in axes.items():

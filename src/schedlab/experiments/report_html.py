@@ -176,9 +176,6 @@ def comparison(results: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
 
 
 def _page(run_dir: Path, spec: SweepSpec, results: pd.DataFrame, tables) -> str:
-    import matplotlib
-
-    matplotlib.use("Agg")
     axes = [a for a in spec.axes if a in results.columns]
     keys = ["workload", "policy", *axes]
     parts = [f"<h1>{_e(spec.name)}</h1>"]
@@ -199,7 +196,7 @@ def _page(run_dir: Path, spec: SweepSpec, results: pd.DataFrame, tables) -> str:
         if load_axis is not None and load_axis in rows.columns:
             parts.append(_against_load(rows, load_axis, [a for a in axes if a != load_axis]))
     style = ("body{font-family:sans-serif;margin:2em;max-width:1200px}table{border-collapse:collapse;margin:1em 0}"
-             "td,th{border:1px solid #bbb;padding:3px 8px;text-align:right}th{background:#eee}"
+             "td,th{border:1px solid #bbb;padding:3px 8px;text-align:right;white-space:nowrap}th{background:#eee}"
              "td.key{text-align:left}figure{display:inline-block;margin:0.5em}")  # fmt: skip
     return (f"<!DOCTYPE html>\n<html><head><meta charset='utf-8'><title>{_e(spec.name)}: sweep report</title>"
             f"<style>{style}</style></head><body>\n" + "\n".join(parts) + "\n</body></html>\n")  # fmt: skip
@@ -235,14 +232,15 @@ def _comparison_html(rows: pd.DataFrame) -> str:
 
 def _cdf_figures(run_dir: Path, results: pd.DataFrame, keys: list[str]) -> list[str]:
     """JCT and queueing CDFs, one figure pair per combination of the non-policy axes."""
-    import matplotlib.pyplot as plt
+    from schedlab.figures import grid, new_figure
 
     others = [k for k in keys if k != "policy"]
     groups = list(results.groupby(others, sort=False, dropna=False)) if others else [((), results)]
     figures = []
     for idx, group in groups[:MAX_CDF_PLOTS]:
         title = ", ".join(f"{k}={_plain(v)}" for k, v in zip(others, idx if isinstance(idx, tuple) else (idx,)))
-        fig, (jct_ax, queue_ax) = plt.subplots(1, 2, figsize=(10, 3.6))
+        fig = new_figure((10, 3.6))
+        jct_ax, queue_ax = fig.subplots(1, 2)
         for policy, cells in group.groupby("policy", sort=False):
             jobs = pd.concat([pd.read_parquet(run_dir / CELLS / c / "jobs.parquet",
                                               columns=["submit_s", "end_s", "queue_s", "finished"])
@@ -254,7 +252,7 @@ def _cdf_figures(run_dir: Path, results: pd.DataFrame, keys: list[str]) -> list[
             ax.set_xscale("symlog", linthresh=0.01)
             ax.set_xlabel(what)
             ax.set_ylabel("share of jobs")
-            ax.grid(alpha=0.3)
+            grid(ax)
         jct_ax.legend(fontsize=8)
         fig.suptitle(f"CDFs {title}".strip(), fontsize=10)
         figures.append(f"<figure class='cdf'>{_svg(fig)}</figure>")
@@ -272,14 +270,14 @@ def _cdf(ax, values: np.ndarray, label: str) -> None:
 def _against_load(rows: pd.DataFrame, axis: str, others: list[str]) -> str:
     """Each headline metric against the load axis: a line per policy (and other axis values),
     error bars the 95 % CI."""
-    import matplotlib.pyplot as plt
-
+    from schedlab.figures import grid, new_figure
     from schedlab.metrics.catalogue import BY_KEY
 
     metrics = [m for m in AGAINST_LOAD if m in rows.columns]
     columns = min(2, len(metrics))
-    fig, grid = plt.subplots(math.ceil(len(metrics) / columns), columns, figsize=(10, 3.4 * math.ceil(len(metrics) / columns)), squeeze=False)
-    axs = [list(grid.flat)]
+    lines = math.ceil(len(metrics) / columns)
+    fig = new_figure((10, 3.4 * lines))
+    axs = [list(fig.subplots(lines, columns, squeeze=False).flat)]
     for (label, line) in rows.groupby(["policy", *others], sort=False, dropna=False):
         name = " ".join(_plain(v) for v in (label if isinstance(label, tuple) else (label,)))
         line = line.sort_values(axis)
@@ -291,18 +289,15 @@ def _against_load(rows: pd.DataFrame, axis: str, others: list[str]) -> str:
     for ax, m in zip(axs[0], metrics):
         ax.set_xlabel(axis)
         ax.set_ylabel(BY_KEY[m].label + (" (h)" if m.endswith("_s") else ""))
-        ax.grid(alpha=0.3)
+        grid(ax)
     axs[0][0].legend(fontsize=8)
-    fig.tight_layout()
     return f"<h3>against {_e(axis)}</h3><figure class='load'>{_svg(fig)}</figure>"
 
 
 def _svg(fig) -> str:
-    import matplotlib.pyplot as plt
-
+    """The figure as inline SVG markup (no date, so the page repeats)."""
     buffer = io.StringIO()
     fig.savefig(buffer, format="svg", bbox_inches="tight", metadata={"Date": None})
-    plt.close(fig)
     text = buffer.getvalue()
     return text[text.index("<svg"):]
 

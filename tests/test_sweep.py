@@ -341,6 +341,14 @@ cluster = "uniform:2x4"
 """
 
 
+def _alive(pid: int) -> bool:
+    """Running, not a finished process waiting to be reaped."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
 def _children(pid: int) -> list[int]:
     found = []
     for task in Path(f"/proc/{pid}/task").glob("*"):
@@ -358,14 +366,17 @@ def test_a_cell_whose_worker_is_killed_fails_alone_and_a_rerun_runs_only_it(tmp_
                               "--no-progress"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)  # fmt: skip
     cells = load_spec(spec).cells
     deadline = time.monotonic() + 300
-    killed = None
+    first, killed = set(), None
     while killed is None and time.monotonic() < deadline and sweep.poll() is None:
-        if is_finished(out, cells[0]):
-            workers = _children(sweep.pid)
-            if workers:
-                os.kill(workers[0], signal.SIGKILL)
-                killed = workers[0]
-        time.sleep(0.05)
+        workers = _children(sweep.pid)
+        if not is_finished(out, cells[0]):
+            first.update(workers)  # the first cell's worker: not the one to kill
+        else:
+            later = [pid for pid in workers if pid not in first and _alive(pid)]
+            if later:  # the second cell's worker, while it runs
+                os.kill(later[0], signal.SIGKILL)
+                killed = later[0]
+        time.sleep(0.02)
     stdout, stderr = sweep.communicate(timeout=300)
     assert killed is not None, "the sweep ended before a worker could be killed"
     assert sweep.returncode == 1, stderr

@@ -59,7 +59,8 @@ class Outcome:
 
 
 def prepare_out(out: Path, spec: SweepSpec, *, force: bool) -> Path:
-    """Check ``out`` can hold this sweep; copy the spec there; remove stale staging folders.
+    """Check ``out`` can hold this sweep; copy the spec there; remove stale staging folders and
+    the run.json of an earlier complete run.
 
     Refuses a folder holding anything but a sweep, and (without ``force``) a finished cell
     whose settings differ from the spec's."""
@@ -75,6 +76,7 @@ def prepare_out(out: Path, spec: SweepSpec, *, force: bool) -> Path:
             raise ConfigError(f"--out {out}: {len(changed)} finished cell(s) were run with other settings "
                               f"(first: {changed[0]}); pass --force to run them again, or choose another directory")  # fmt: skip
     (out / CELLS).mkdir(parents=True, exist_ok=True)
+    (out / "run.json").unlink(missing_ok=True)  # written again once every cell of this spec is done
     shutil.copyfile(spec.path, out / SPEC_COPY)
     for stale in (out / CELLS).glob(".*.partial-*"):
         shutil.rmtree(stale, ignore_errors=True)

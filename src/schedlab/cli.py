@@ -751,7 +751,8 @@ def sweep(
       schedlab sweep my-spec.toml --out runs/mine --ray local
     """
     from schedlab.experiments.spec import load_spec, resolve_dates
-    from schedlab.experiments.sweep import prepare_out, run_sweep, write_results, write_sweep_manifest
+    from schedlab.experiments.sweep import cell_dir, prepare_out, run_sweep, write_results, write_sweep_manifest
+    from schedlab.metrics.summary import read_summary
 
     parsed = resolve_dates(load_spec(spec))
     out = prepare_out(out, parsed, force=force)
@@ -763,12 +764,11 @@ def sweep(
         def show(outcome) -> None:
             counts[outcome.status] += 1
             bar.advance(counts)
-            name = cells[outcome.index].name
+            cell = cells[outcome.index]
+            name = cell.name
             if outcome.status == "done":
-                from schedlab.experiments.sweep import cell_dir
-                from schedlab.metrics.summary import read_summary
-
-                bar.line(f"[green]✓[/] [bold]{escape(name)}[/] {escape(_run_line(read_summary(cell_dir(out, cells[outcome.index]) / 'summary.json')))}")
+                line = _run_line(read_summary(cell_dir(out, cell) / "summary.json"))
+                bar.line(f"[green]✓[/] [bold]{escape(name)}[/] {escape(line)}")
             elif outcome.status == "failed":
                 failures.append((name, outcome.message))
                 bar.line(f"[bold red]✗[/] [bold]{escape(name)}[/] {escape(outcome.message.strip().splitlines()[-1])}")

@@ -81,10 +81,13 @@ def sized_cluster(spec: str, workload: Workload) -> ClusterSpec:
 
 
 def offered_loads(workload: Workload, cluster: ClusterSpec) -> dict[str, float]:
-    """Each VC's offered load on ``cluster``: its GPU time / (its GPUs x the arrival window)."""
+    """Each VC's offered load on ``cluster``: its GPU time / (its GPUs x the arrival window); on a
+    shared pool, all the GPU time over the pool's GPUs."""
     jobs = workload.jobs
     submit = jobs["submit_s"].to_numpy(dtype=float)
     span = float(submit.max() - submit.min()) if len(jobs) else 0.0
     work = (jobs["num_gpus"] * jobs["duration_s"]).groupby(jobs["tenant"].astype(str)).sum()
     pools = cluster.gpus_by_pool()
+    if not cluster.partitioned:  # one shared pool serves every tenant
+        work = {pool: float(work.sum()) for pool in pools}
     return {vc: float(work.get(vc, 0.0)) / (g * span) if span > 0 else float(np.nan) for vc, g in pools.items()}

@@ -13,11 +13,12 @@ and are not simulated; the jobs submitted after it are.
   hardly anything queues. With a fixed partitioned cluster, jobs of VCs outside it or larger
   than their VC are dropped and counted.
 * ``venus`` - schedlab's synthetic ``venus`` profile (users and job names); history = the
-  first ``--venus-train-days`` days, evaluation = the rest. Cluster: the ``venus`` preset.
+  first ``--venus-train-days`` days, evaluation = the rest. Cluster: the ``venus`` preset, and
+  (``venus@LOAD``) VCs sized to the evaluation jobs at ``--venus-sized-load``.
 
-Prints Markdown tables (Table 3 side by side with the paper's values; average JCT, average queueing delay, queued jobs per policy; JCT
-improvement of QSSF and SJF over FIFO for short < 15 min, middle 15 min-6 h and long > 6 h
-jobs; predictor accuracy) and writes them with every run's summary.json under ``--out``.
+Prints Markdown tables (Table 3 side by side with the paper's values; average JCT, average
+queueing delay, queued jobs per policy; JCT improvement of QSSF and SJF over FIFO for short
+< 15 min, middle 15 min-6 h and long > 6 h jobs; predictor accuracy) and writes them with every run's summary.json under ``--out``.
 
     python benchmarks/helios_qssf.py --philly ../shared/data/pollux/simulator/traces/philly.csv \
         --out runs/helios-qssf --doc docs/helios-qssf.md
@@ -134,8 +135,8 @@ def paper_table(results: dict[str, dict[str, Any]]) -> list[str]:
         for policy in ("fifo", "sjf", "qssf"):
             s = res["runs"][policy]
             jct, que, queued = paper[policy]
-            lines.append(f"| {name} | {policy} | {num(s['jct_mean_s'])} | {jct:,} | {num(s['queue_mean_s'])} | {que:,} | "
-                         f"{s['queued_jobs']:,} | {queued:,} | {s['jobs']:,} |")  # fmt: skip
+            lines.append(f"| {name} | {policy} | {num(s['jct_mean_s'])} | {jct:,} | {num(s['queue_mean_s'])} | "
+                         f"{que:,} | {s['queued_jobs']:,} | {queued:,} | {s['jobs']:,} |")  # fmt: skip
     lines += ["", "Ratios FIFO / QSSF (and FIFO / SJF), ours vs the paper's:", ""]
     lines += ["| workload | JCT FIFO/QSSF | paper | queue FIFO/QSSF | paper | queued QSSF/FIFO | paper | "
               "JCT FIFO/SJF | paper |", "|---|---:|---:|---:|---:|---:|---:|---:|---:|"]  # fmt: skip

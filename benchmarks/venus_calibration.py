@@ -6,7 +6,8 @@
    81.8 %): an output, not a target. FIFO on the ``helios_qssf.py`` venus case (history = the
    first ``--train-days`` days, evaluation = the rest), on the ``venus`` preset and, to find what
    drives it, on the same jobs with other clusters or schedulers: one shared pool of the same
-   1,064 GPUs, VCs sized to the jobs' demand (``helios-vcs@0.741``), FIFO with backfilling.
+   1,064 GPUs, VCs sized to the jobs' demand (``helios-vcs@0.741``), FIFO with backfilling, and
+   a what-if (not calibrated) where no job asks for more than half its VC.
 
     python benchmarks/venus_calibration.py --out runs/venus-calibration --doc docs/helios-qssf.md
 """
@@ -25,7 +26,7 @@ from schedlab.cluster.sizing import offered_loads, sized_cluster
 from schedlab.experiments.run import RunSpec, WorkloadSpec, simulate_run
 from schedlab.workload import transforms
 from schedlab.workload.calibration import VENUS_TARGETS, measure
-from schedlab.workload.synthetic import generate
+from schedlab.workload.synthetic import PROFILES, JobClass, generate
 
 sys.path.insert(0, str(Path(__file__).parent))
 from helios_qssf import write_between  # noqa: E402
@@ -62,16 +63,25 @@ def queueing(jobs: int, train_days: float, seed: int) -> tuple[list[str], dict[s
         ("VCs sized to the jobs (helios-vcs@0.741)", sized_cluster("helios-vcs@0.741", evaluation), "fifo"),
         ("one shared pool of 1,064 GPUs (uniform:133x8)", load_cluster("uniform:133x8"), "fifo"),
     ]
+    # what-if, not calibrated: no job needs more than half its VC (the 128-GPU share goes to 64)
+    profile = PROFILES["venus"]
+    half = JobClass(gpu_values=profile.classes[0].gpu_values[:-1],
+                    gpu_probs=(*profile.classes[0].gpu_probs[:-2], sum(profile.classes[0].gpu_probs[-2:])))  # fmt: skip
+    w_half = generate("venus", jobs, seed=seed, cluster_gpus=1064, classes=(half,),
+                      tenant_max_gpus=tuple(max(g / 2, 8) for g in profile.tenant_max_gpus))  # fmt: skip
+    history_half, evaluation_half = transforms.split_history(w_half, train_days * DAY_S)
     lines = ["| cluster / scheduler | GPUs | VC offered load min-max | avg JCT (s) | avg queue (s) | "
              "queue share of JCT | queued jobs | CPU (s) |", "|---|---:|---|---:|---:|---:|---:|---:|"]  # fmt: skip
     lines.append(f"| paper, Venus FIFO (Table 3) | 1,064 | - | {PAPER_FIFO[0]:,.0f} | {PAPER_FIFO[1]:,.0f} | "
                  f"{PAPER_FIFO[1] / PAPER_FIFO[0]:.1%} | 15,336 | - |")  # fmt: skip
+    setups = [(label, cluster, policy, history, evaluation) for label, cluster, policy in setups]
+    setups.append(("what-if: no job over half its VC, venus preset", venus, "fifo", history_half, evaluation_half))
     results = {}
-    for label, cluster, policy in setups:
+    for label, cluster, policy, past, jobs_run in setups:
         cpu0 = time.process_time()
-        s = simulate_run(RunSpec(WorkloadSpec(), cluster.name, policy, seed=seed), None, workload=evaluation,
-                         history=history, cluster=cluster)  # fmt: skip
-        loads = offered_loads(evaluation, cluster)
+        s = simulate_run(RunSpec(WorkloadSpec(), cluster.name, policy, seed=seed), None, workload=jobs_run,
+                         history=past, cluster=cluster)  # fmt: skip
+        loads = offered_loads(jobs_run, cluster)
         spread = f"{min(loads.values()):.2f}-{max(loads.values()):.2f}" if cluster.partitioned else f"{loads['']:.2f}"
         lines.append(f"| {label} ({policy}) | {cluster.total_gpus:,} | {spread} | {s['jct_mean_s']:,.0f} | "
                      f"{s['queue_mean_s']:,.0f} | {s['queue_mean_s'] / s['jct_mean_s']:.1%} | {s['queued_jobs']:,} | "

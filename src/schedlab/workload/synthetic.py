@@ -165,7 +165,8 @@ class Profile:
         if not len(self.gpu_types) == len(self.gpu_type_weights) == len(self.gpu_type_max_per_worker):
             raise ConfigError(f"profile {self.name!r}: gpu_types, weights and max_per_worker differ in length")
         if self.tenant_balance not in ("jobs", "gpu_time"):
-            raise ConfigError(f"profile {self.name!r}: tenant_balance is 'jobs' or 'gpu_time', not {self.tenant_balance!r}")
+            raise ConfigError(f"profile {self.name!r}: tenant_balance is 'jobs' or 'gpu_time', "
+                              f"not {self.tenant_balance!r}")  # fmt: skip
         if self.tenant_balance == "gpu_time" and self.tenant_max_gpus is None:
             raise ConfigError(f"profile {self.name!r}: tenant_balance 'gpu_time' needs tenant_max_gpus")
         if self.cluster_gpus <= 0 or self.load <= 0:

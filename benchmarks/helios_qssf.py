@@ -9,7 +9,7 @@ and are not simulated; the jobs submitted after it are.
   jobs finished before 1 Oct. Cluster: ``--philly-cluster``, by default ``helios-vcs`` (each
   VC sized to its evaluation jobs' demand, :mod:`schedlab.cluster.sizing`), the paper's
   assumption; ``--philly-loads`` adds runs at other sizing loads. On the ``philly`` preset (the
-  11 VCs, 2,816 GPUs, of the Helios Philly simulation) the excerpt's VCs are 1-30 % loaded and
+  11 VCs, 2,816 GPUs, of the Helios Philly simulation) the excerpt's VCs are 5-37 % loaded and
   hardly anything queues. With a fixed partitioned cluster, jobs of VCs outside it or larger
   than their VC are dropped and counted.
 * ``venus`` - schedlab's synthetic ``venus`` profile (users and job names); history = the

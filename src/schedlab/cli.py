@@ -49,7 +49,7 @@ SyntheticOpt = Annotated[Optional[str], typer.Option("--synthetic", help="Synthe
 JobsOpt = Annotated[int, typer.Option("--jobs", "-n", min=1, help="Number of synthetic jobs.")]
 RunJobsOpt = Annotated[Optional[int], typer.Option("--jobs", "-n", min=1, help="Number of synthetic jobs (default: the profile's, 2000; hadar 480).")]
 LoadOpt = Annotated[Optional[float], typer.Option("--load", min=0.01, help="Offered load of a synthetic trace (default: profile's).")]
-ClusterOpt = Annotated[Optional[str], typer.Option("--cluster", "-c", help="Preset (see `schedlab clusters`), uniform:NxG, helios:PATH\\[@DATE], gfs:PATH. Default for synthetic traces: the profile's cluster.")]
+ClusterOpt = Annotated[Optional[str], typer.Option("--cluster", "-c", help="Preset (see `schedlab clusters`), uniform:NxG, helios:PATH\\[@DATE], gfs:PATH, helios-vcs\\[@LOAD] (each VC sized to its jobs' demand). Default for synthetic traces: the profile's cluster.")]
 PlacerOpt = Annotated[Optional[str], typer.Option("--placer", help="consolidate, best-fit, first-fit or random (default: the policy's).")]
 WindowOpt = Annotated[Optional[str], typer.Option("--window", help="Keep jobs submitted in START:END hours from the trace start.")]
 SampleOpt = Annotated[Optional[int], typer.Option("--sample", min=1, help="Keep a random sample of N jobs.")]
@@ -540,7 +540,8 @@ def clusters() -> None:
         table.add_row(name, summary)
     console.print(table)
     console.print(
-        "Also: uniform:NxG[:TYPE], helios:PATH[@DATE] (cluster_gpu_number.csv), gfs:PATH (node_info_df.csv)",
+        "Also: uniform:NxG[:TYPE], helios:PATH[@DATE] (cluster_gpu_number.csv), gfs:PATH (node_info_df.csv), "
+        "helios-vcs[@LOAD] (each VC of the run's jobs sized to its demand at offered load LOAD, default 0.75)",
         markup=False,
     )
 

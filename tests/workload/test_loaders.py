@@ -376,6 +376,8 @@ def test_elasticflow(tmp_path: Path) -> None:
     assert w.skipped == {"cpu_job": 1}
     assert w.jobs["submit_s"].tolist() == [0.0, 68556.0]
     assert w.jobs["num_gpus"].tolist() == [64.0, 1.0]
+    # calendar: collection start 2021-03-04 (release README) + the first submission, 1,932,025 s
+    assert w.origin == pd.Timestamp("2021-03-04") + pd.Timedelta(seconds=1932025)
     path = write(tmp_path / "bad.csv", "job_id,submission_time,duration,num_gpu\nu1,1,2429,64\nu2,2,,1\n")
     expect_error(path, "elasticflow", row=2, field="duration")
     path = write(tmp_path / "miss.csv", "job_id,submission_time,duration\nu1,1,2429\n")

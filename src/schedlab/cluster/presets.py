@@ -187,7 +187,10 @@ def preset_names() -> list[str]:
 
 def load_cluster(spec: str) -> ClusterSpec:
     """Resolve a cluster option: a preset name, ``uniform:NxG[:TYPE]``,
-    ``helios:PATH[@DATE]`` (a cluster_gpu_number.csv) or ``gfs:PATH`` (a node_info_df.csv)."""
+    ``helios:PATH[@DATE]`` (a cluster_gpu_number.csv) or ``gfs:PATH`` (a node_info_df.csv).
+
+    ``helios-vcs[@LOAD]`` is sized to the jobs of a run (:mod:`schedlab.cluster.sizing`), so it
+    is built where the workload is known, not here."""
     if spec in PRESETS:
         return PRESETS[spec][1]()
     kind, _, arg = spec.partition(":")
@@ -203,7 +206,9 @@ def load_cluster(spec: str) -> ClusterSpec:
         return helios_from_gpu_numbers(path, date or None)
     if kind == "gfs" and arg:
         return gfs_from_inventory(arg)
+    if spec.partition("@")[0] == "helios-vcs":
+        raise ConfigError(f"cluster '{spec}' is sized to the jobs of a run: use it with simulate or compare")
     raise ConfigError(
         f"unknown cluster '{spec}'. Presets: {', '.join(PRESETS)}; or uniform:NxG[:TYPE], "
-        "helios:PATH[@DATE], gfs:PATH"
+        "helios:PATH[@DATE], gfs:PATH, helios-vcs[@LOAD] (VCs sized to the run's jobs)"
     )

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from schedlab.cluster.presets import load_cluster
+from schedlab.cluster.sizing import is_sized, sized_cluster
 from schedlab.cluster.spec import ClusterSpec
 from schedlab.errors import ConfigError, SchedlabError
 from schedlab.metrics import summarize, write_summary
@@ -159,6 +160,10 @@ def build_run(
     """Build the workload (unless given), the cluster and the policy of ``spec``.
 
     ``history`` (or the spec's train/test split) warm-starts predictor-based policies."""
+    if cluster is None and is_sized(spec.cluster_name()):  # VCs sized to the simulated jobs
+        if workload is None:
+            history, workload = spec.workload.build_split()
+        cluster = sized_cluster(spec.cluster_name(), workload)
     cluster = cluster or load_cluster(spec.cluster_name())
     if workload is None:
         wspec = spec.workload

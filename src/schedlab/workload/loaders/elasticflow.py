@@ -4,6 +4,10 @@ Schema: README of github.com/microsoft/elasticflow-traces — ``raw-traces/clust
 ``job_id, submission_time`` (s from the start of collection), ``duration`` (s), ``num_gpu``. The
 ``elasticflow-traces`` variants add randomly generated columns, which are ignored. ``time_unit``
 scales ``submission_time`` and ``duration``.
+
+Calendar: the release README dates the collection 2021-03-04 to 2021-05-03, so the origin (time
+0 of ``submission_time``) is taken as 2021-03-04 00:00. The README gives neither the hour nor the
+time zone: weekday and month features are right, hour-of-day ones may be shifted.
 """
 
 from __future__ import annotations
@@ -18,6 +22,7 @@ from schedlab.workload.loaders._common import apply_skips, finish, numbers, read
 from schedlab.workload.schema import Workload
 
 _REQUIRED = ("job_id", "submission_time", "duration", "num_gpu")
+COLLECTION_START = pd.Timestamp("2021-03-04")  # README of microsoft/elasticflow-traces
 
 
 def load_elasticflow(path: Path, *, time_unit: str = "s", skip: Sequence[str] = ()) -> Workload:
@@ -40,6 +45,7 @@ def load_elasticflow(path: Path, *, time_unit: str = "s", skip: Sequence[str] = 
         jobs,
         source=source,
         rows=rows,
+        origin=COLLECTION_START,
         skipped=skipped,
         fields={"submit_s": "submission_time", "num_gpus": "num_gpu", "duration_s": "duration"},
         skip=skip,

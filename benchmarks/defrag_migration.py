@@ -108,8 +108,8 @@ def row(label: str, jobs: pd.DataFrame, summary: dict) -> dict:
 
 
 def replace_between(text: str, marker: str, table: str) -> str:
-    new = re.sub(rf"(<!-- {marker} -->\n)(?:.*?\n)?(<!-- /{marker} -->)", lambda m: m.group(1) + table + "\n" + m.group(2),
-                 text, flags=re.S)  # fmt: skip
+    pattern = rf"(<!-- {marker} -->\n)(?:.*?\n)?(<!-- /{marker} -->)"
+    new = re.sub(pattern, lambda m: m.group(1) + table + "\n" + m.group(2), text, flags=re.S)
     if f"<!-- {marker} -->" not in text:
         raise SystemExit(f"{DOC}: no <!-- {marker} --> markers")
     return new
@@ -154,10 +154,11 @@ def main() -> None:
             "plans declined"]  # fmt: skip
     scale_table = markdown(pd.DataFrame(scaled)[keep])
     sizes = workload.jobs["num_gpus"].value_counts().sort_index()
-    caption = (f"{args.jobs:,} jobs ({', '.join(f'{int(c):,} of {g:g} GPU' + ('s' if g > 1 else '') for g, c in sizes.items())}) on "
-               f"{CLUSTER}, offered load {args.load:g}, seed 0; `python benchmarks/defrag_migration.py"
-               f"{'' if args.jobs == 3000 else f' --jobs {args.jobs}'}{'' if args.load == 0.85 else f' --load {args.load:g}'}`"
-               f" ({cpu:.0f} s CPU, peak RSS {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MB).")  # fmt: skip
+    counts = ", ".join(f"{int(c):,} of {g:g} GPU" + ("s" if g > 1 else "") for g, c in sizes.items())
+    options = (f" --jobs {args.jobs}" if args.jobs != 3000 else "") + (f" --load {args.load:g}" if args.load != 0.85 else "")
+    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    caption = (f"{args.jobs:,} jobs ({counts}) on {CLUSTER}, offered load {args.load:g}, seed 0; "
+               f"`python benchmarks/defrag_migration.py{options}` ({cpu:.0f} s CPU, peak RSS {rss:.0f} MB).")  # fmt: skip
     table = markdown(frame) + "\n\n" + caption
     print(table + "\n\n" + scale_table)
     if not args.no_write:

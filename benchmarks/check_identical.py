@@ -4,7 +4,9 @@ Runs fifo, sjf, srtf, tiresias and qssf on 3,000 Venus-like jobs (qssf trained o
 40 hours), and gfs, yarn-cs-preempt, chronus, lyra and fgd on 20,000 GFS-like jobs (load 0.9, spot
 x2, durations capped at 7 days, as benchmarks/gfs_eval.py) on the GFS inventory, every run with seed 0 and the default engine settings, and prints the SHA-256 of
 each jobs table's content (values and dtypes; independent of the Parquet writer). ``--save``
-writes the digests, ``--check`` compares with saved ones and exits 1 on any difference.
+writes the digests with the columns they cover, ``--check`` recomputes each digest over the
+saved columns and exits 1 on any difference; columns added since are listed, not compared (a
+new column must not change the old ones). A digest saved as a plain string covers every column.
 
     python benchmarks/check_identical.py --save benchmarks/identical_before.json   # before a change
     python benchmarks/check_identical.py --check benchmarks/identical_before.json  # after it
@@ -25,7 +27,17 @@ CLASSIC = ("fifo", "sjf", "srtf", "tiresias", "qssf")
 SPOT = ("gfs", "yarn-cs-preempt", "chronus", "lyra", "fgd")
 
 
-def digest(policy: str) -> tuple[str, str, float]:
+def table_digest(jobs, columns: list[str]) -> str:
+    """SHA-256 of ``columns`` of a jobs table: dtypes and values."""
+    import pandas as pd
+
+    part = jobs[columns]
+    content = pd.util.hash_pandas_object(part, index=False).to_numpy().tobytes()
+    types = ",".join(f"{c}:{t}" for c, t in part.dtypes.astype(str).items()).encode()
+    return hashlib.sha256(types + content).hexdigest()
+
+
+def digest(policy: str, columns: list[str] | None = None) -> tuple[str, dict, float]:
     import pandas as pd
 
     from schedlab.experiments.run import RunSpec, WorkloadSpec, simulate_run
@@ -40,9 +52,19 @@ def digest(policy: str) -> tuple[str, str, float]:
     with tempfile.TemporaryDirectory() as out:
         simulate_run(RunSpec(workload, None, policy), Path(out))
         jobs = pd.read_parquet(Path(out) / "jobs.parquet")
-    content = pd.util.hash_pandas_object(jobs, index=False).to_numpy().tobytes()
-    types = ",".join(f"{c}:{t}" for c, t in jobs.dtypes.astype(str).items()).encode()
-    return policy, hashlib.sha256(types + content).hexdigest(), time.perf_counter() - t0
+    covered = [c for c in (columns or list(jobs.columns)) if c in jobs.columns]
+    if columns is not None and len(covered) < len(columns):
+        return policy, {"columns": columns, "sha256": "missing " + ",".join(sorted(set(columns) - set(covered))),
+                        "new": []}, time.perf_counter() - t0  # fmt: skip
+    new = [c for c in jobs.columns if c not in covered]
+    return policy, {"columns": covered, "sha256": table_digest(jobs, covered), "new": new}, time.perf_counter() - t0
+
+
+def _saved(entry, policy: str) -> tuple[list[str] | None, str]:
+    """(columns, digest) of a saved entry; a plain string digest covers every column."""
+    if isinstance(entry, str):
+        return None, entry
+    return entry["columns"], entry["sha256"]
 
 
 def main() -> None:
@@ -52,17 +74,26 @@ def main() -> None:
     action.add_argument("--check", type=Path, help="compare with the digests in this JSON file")
     parser.add_argument("--processes", type=int, default=2)
     args = parser.parse_args()
-    with ProcessPoolExecutor(args.processes) as pool:
-        results = list(pool.map(digest, CLASSIC + SPOT))
-    digests = {policy: value for policy, value, _ in results}
     expected = json.loads(args.check.read_text()) if args.check else {}
+    policies = CLASSIC + SPOT
+    columns = [_saved(expected[p], p)[0] if p in expected else None for p in policies]
+    with ProcessPoolExecutor(args.processes) as pool:
+        results = list(pool.map(digest, policies, columns))
+    differ = False
     for policy, value, wall in results:
-        verdict = "" if not expected else ("identical" if expected.get(policy) == value else "DIFFERENT")
-        print(f"{policy:<16} {value[:16]}  {wall:6.1f} s  {verdict}")
+        verdict = ""
+        if expected:
+            same = policy in expected and _saved(expected[policy], policy)[1] == value["sha256"]
+            differ |= not same
+            verdict = "identical" if same else "DIFFERENT"
+            if value["new"]:
+                verdict += f" (new columns, not compared: {', '.join(value['new'])})"
+        print(f"{policy:<16} {value['sha256'][:16]}  {wall:6.1f} s  {verdict}")
     if args.save:
-        args.save.write_text(json.dumps(digests, indent=2) + "\n")
+        saved = {policy: {"columns": value["columns"], "sha256": value["sha256"]} for policy, value, _ in results}
+        args.save.write_text(json.dumps(saved, indent=2) + "\n")
         print(f"saved {args.save}")
-    if expected and expected != digests:
+    if differ:
         sys.exit(1)
 
 

@@ -65,6 +65,8 @@ HorizonOpt = Annotated[Optional[float], typer.Option("--horizon", min=0.001, hel
 RestoreOpt = Annotated[float, typer.Option("--restore-s", min=0, help="Seconds to restore a paused or migrated job from its checkpoint.")]
 RestartOpt = Annotated[float, typer.Option("--restart-s", min=0, help="Seconds an evicted job needs to run again: rescheduling, image pull, restore (default: Hadar's 10 s).")]
 CkptOpt = Annotated[float, typer.Option("--checkpoint-s", min=0, help="Seconds to save a checkpoint on pause or migration.")]
+CkptModelOpt = Annotated[str, typer.Option("--checkpoint-model", help="What a pause or migration costs: fixed (checkpoint-s + restore-s for every job), framework (iteration boundary, whole state, scaled by GPU memory), transparent (FlowGPU-style, active GPU memory) or kill (lose work since the last periodic checkpoint, restart-s). See docs/migration.md.")]
+SpeedupOpt = Annotated[float, typer.Option("--transparent-speedup", min=0.001, help="The transparent model's gain over framework checkpointing (default 1.7: FlowGPU's migration gain is 1.7x to 4.5x).")]
 SPOT_PROFILES = ("gfs", "gfs-a100")  # the synthetic profiles with a spot_scale
 SpotScaleOpt = Annotated[Optional[float], typer.Option("--spot-scale", min=0.01, help="With --synthetic gfs or gfs-a100: multiply the number of spot jobs by K (1, 2, 4 = low, medium, high spot load).")]
 CkptEveryOpt = Annotated[float, typer.Option("--checkpoint-interval-s", min=0.001, help="Periodic checkpoint interval (work seconds); an eviction loses work since the last one.")]
@@ -138,6 +140,8 @@ def _run_options(
     restart_s: RestartOpt = 10.0,
     checkpoint_s: CkptOpt = 10.0,
     checkpoint_interval_s: CkptEveryOpt = 1800.0,
+    checkpoint_model: CkptModelOpt = "fixed",
+    transparent_speedup: SpeedupOpt = 1.7,
     boot_s: BootOpt = 300.0,
     cross_node_factor: CrossNodeOpt = 1.0,
     colocation_factor: ColocationOpt = 0.75,
@@ -160,6 +164,7 @@ def _run_options(
         wspec = replace(wspec, options={**wspec.options, "spot_scale": spot_scale})
     config = SimConfig(
         restore_s=restore_s, restart_s=restart_s, checkpoint_s=checkpoint_s, checkpoint_interval_s=checkpoint_interval_s, boot_s=boot_s,
+        checkpoint_model=checkpoint_model, transparent_speedup=transparent_speedup,
         horizon_s=horizon * 3600 if horizon is not None else float("inf"),
         cross_node_factor=cross_node_factor, colocation_factor=colocation_factor,
     )  # fmt: skip

@@ -26,6 +26,7 @@ from schedlab.policies.helios.params import QssfParams
 from schedlab.policies.hetero.gavel import Gavel, GavelParams
 from schedlab.policies.hetero.hadar import Hadar, HadarParams
 from schedlab.policies.hetero.hadare import HadarE, HadarEParams
+from schedlab.policies.migration.defrag import DefragParams, defrag_build
 from schedlab.policies.params import as_dict, parse
 from schedlab.policies.spot.chronus import Chronus, ChronusConfig
 from schedlab.policies.spot.fgd import FGD, FgdParams
@@ -154,6 +155,13 @@ POLICIES: dict[str, PolicyInfo] = {
                    "consolidate", _plain(ssf)),
     )
 }  # fmt: skip
+# Defragmentation by migration (policies/migration/defrag.py) around the parameterless queue policies.
+POLICIES.update({
+    f"{base}+defrag": PolicyInfo(f"{base}+defrag", f"{POLICIES[base].summary}; migrates small jobs to place a "
+                                 "blocked gang job when the gain exceeds the cost", POLICIES[base].default_placer,
+                                 defrag_build(POLICIES[base].build), DefragParams)
+    for base in ("fifo", "fifo-backfill", "sjf", "sjf-backfill", "srtf")
+})  # fmt: skip
 
 
 def policy_names() -> list[str]:

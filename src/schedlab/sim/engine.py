@@ -30,6 +30,7 @@ import pandas as pd
 from schedlab.cluster.spec import ClusterSpec
 from schedlab.cluster.state import ClusterState
 from schedlab.errors import ActionError, ConfigError
+from schedlab.sim.checkpoint import FLOWGPU_MIGRATION_SPEEDUP, MODELS, CheckpointModel, StopCost
 from schedlab.sim.perf import PerfModel
 from schedlab.sim.recorders import JobRecorder, SeriesRecorder
 from schedlab.sim.job import FINISHED, PENDING, RUNNING, Job
@@ -46,7 +47,17 @@ INF = math.inf
 class SimConfig:
     """Engine settings. Costs are in seconds.
 
-    * ``checkpoint_s``: time to save a checkpoint when a job is paused or migrated;
+    * ``checkpoint_model``: what a pause or a migration costs (:mod:`schedlab.sim.checkpoint`):
+      ``fixed`` (default: ``checkpoint_s`` and ``restore_s`` for every job), ``framework``
+      (iteration-boundary wait, then the whole state, scaled by the job's GPU memory),
+      ``transparent`` (FlowGPU style: active GPU memory, ``transparent_speedup`` times cheaper
+      than ``framework``) or ``kill`` (a pause or migration kills the job: it loses the work
+      since its last periodic checkpoint and pays ``restart_s``);
+    * ``transparent_speedup``: the ``transparent`` model's gain over ``framework``; default 1.7,
+      the low end of the "1.7x to 4.5x" migration gain FlowGPU reports over PyTorch
+      framework-level checkpointing;
+    * ``checkpoint_s``: time to save a checkpoint when a job is paused or migrated (the
+      ``framework`` and ``transparent`` models scale it by the job's GPU memory);
     * ``restore_s``: time to restore from a checkpoint when a paused or migrated job starts again;
     * ``restart_s``: time for an evicted (killed) job to run again once it is given GPUs:
       rescheduling, image pull and restore from its last checkpoint. Default 10 s, the
@@ -62,6 +73,8 @@ class SimConfig:
     time is charged as a stall when the job runs again.
     """
 
+    checkpoint_model: str = "fixed"
+    transparent_speedup: float = FLOWGPU_MIGRATION_SPEEDUP[0]
     checkpoint_s: float = 10.0
     restore_s: float = 30.0
     restart_s: float = 10.0
@@ -76,6 +89,10 @@ class SimConfig:
             value = getattr(self, name)
             if not (value >= 0 and math.isfinite(value)):
                 raise ConfigError(f"{name} must be a non-negative number, got {value!r}")
+        if self.checkpoint_model not in MODELS:
+            raise ConfigError(f"unknown checkpoint model '{self.checkpoint_model}'; choose one of {', '.join(MODELS)}")
+        if not (self.transparent_speedup > 0 and math.isfinite(self.transparent_speedup)):
+            raise ConfigError(f"transparent_speedup must be a positive number, got {self.transparent_speedup!r}")
         if not self.checkpoint_interval_s > 0:
             raise ConfigError("checkpoint_interval_s must be positive (inf for never)")
         if not self.horizon_s > 0:
@@ -131,6 +148,10 @@ class Simulation:
         self.policy = policy
         self.seed = seed
         self.state = ClusterState(cluster)
+        c = self.config
+        self.checkpoints = CheckpointModel(c.checkpoint_model, checkpoint_s=c.checkpoint_s, restore_s=c.restore_s,
+                                           restart_s=c.restart_s, transparent_speedup=c.transparent_speedup,
+                                           seed=seed)  # fmt: skip
         self.perf = perf or policy.perf_model(cluster, self.config) or PerfModel(
             cluster, cross_node_factor=self.config.cross_node_factor, colocation_factor=self.config.colocation_factor
         )
@@ -142,7 +163,7 @@ class Simulation:
         self._submit: list[float] = jobs["submit_s"].tolist()
         self._cols = {c: jobs[c].tolist() for c in (
             "job_id", "user", "tenant", "name", "priority_class", "num_gpus", "gpus_per_worker", "gpu_type",
-            "duration_s", "checkpoint_interval_s", "model", "deadline_s")}  # fmt: skip
+            "duration_s", "checkpoint_interval_s", "model", "deadline_s", "gpu_mem_gib")}  # fmt: skip
         self.now = 0.0
         self.running: dict[int, Job] = {}
         self.active: dict[int, Job] = {}
@@ -195,6 +216,7 @@ class Simulation:
             i, c["job_id"][i], self._submit[i], c["user"][i], c["tenant"][i], c["name"][i], c["priority_class"][i],
             c["num_gpus"][i], c["gpus_per_worker"][i], c["gpu_type"][i], c["duration_s"][i],
             self.config.checkpoint_interval_s if ckpt != ckpt else ckpt, c["model"][i], c["deadline_s"][i],
+            c["gpu_mem_gib"][i],
         )  # fmt: skip
 
     # ----- main loop ---------------------------------------------------------------------------
@@ -289,6 +311,16 @@ class Simulation:
         if job.state == RUNNING and self.now > job.stall_until:
             return job.served_s + (self.now - job.stall_until)
         return job.served_s
+
+    def migration_cost(self, job: Job) -> tuple[float, float]:
+        """What migrating running ``job`` now would cost under the run's checkpoint model: the
+        stall on its new GPUs (seconds) and the work it would lose (reference-GPU seconds;
+        nonzero only under ``kill``)."""
+        cost = self.checkpoints.migration(job)
+        if not cost.kill:
+            return cost.stall_s, 0.0
+        progress = job.work - self.remaining(job)
+        return cost.stall_s, progress - job.checkpointed(progress)
 
     def pool_of(self, job: Job) -> str:
         """The node pool a job may use: its tenant in a partitioned cluster, else the shared pool."""
@@ -459,39 +491,54 @@ class Simulation:
         if job.state != RUNNING:
             raise self._reject(job, f"cannot {what} a job that is {('pending', 'running', 'finished')[job.state]}")
 
+    def _charge(self, job: Job, cost: StopCost) -> None:
+        """Set what a stopped job's next start costs: a checkpoint keeps all its work, a kill
+        keeps the work up to its last periodic checkpoint (or explicit save)."""
+        progress = job.work - job.remaining
+        if cost.kill:
+            saved = job.checkpointed(progress)
+            job.lost_work += progress - saved
+            job.remaining = job.work - saved
+            progress = saved
+        job.saved_progress = progress
+        job.restart_cost = cost.stall_s
+
     def preempt(self, job: Job) -> None:
         """Evict a running job: it loses the work since its last periodic checkpoint and
-        returns to pending; the next start pays ``restart_s``."""
+        returns to pending; the next start pays ``restart_s`` (under every checkpoint model)."""
         self._running_or_fail(job, "preempt")
         self._stop_run(job)
-        progress = job.work - job.remaining
-        saved = job.checkpointed(progress)
-        job.lost_work += progress - saved
-        job.remaining = job.work - saved
-        job.saved_progress = saved
+        cost = self.checkpoints.eviction(job)
+        self._charge(job, cost)
+        job.restore_s += cost.restore_s
         job.preemptions += 1
-        job.restart_cost = self.config.restart_s
         self._requeue(job)
 
     def pause(self, job: Job) -> None:
-        """Suspend a running job with a checkpoint: no work is lost; the next start pays
-        ``checkpoint_s + restore_s``."""
+        """Suspend a running job; its next start pays the checkpoint model's save and restore
+        (``fixed``: ``checkpoint_s + restore_s``). No work is lost, except under ``kill``, where
+        a pause is an eviction."""
         self._running_or_fail(job, "pause")
         self._stop_run(job)
-        job.saved_progress = job.work - job.remaining
+        cost = self.checkpoints.pause(job)
+        self._charge(job, cost)
+        job.pause_s += cost.save_s
+        job.restore_s += cost.restore_s
         job.preemptions += 1
-        job.restart_cost = self.config.checkpoint_s + self.config.restore_s
         self._requeue(job)
 
     def migrate(self, job: Job, alloc: list[tuple[int, int]]) -> None:
-        """Move a running job to ``alloc`` (checkpoint, restore): no work is lost; it stalls for
-        ``checkpoint_s + restore_s``. The new allocation may reuse the job's own GPUs."""
+        """Move a running job to ``alloc``; it stalls there for the checkpoint model's save and
+        restore (``fixed``: ``checkpoint_s + restore_s``). No work is lost, except under
+        ``kill``, where the job is killed and restarted on ``alloc`` from its last periodic
+        checkpoint. The new allocation may reuse the job's own GPUs."""
         self._running_or_fail(job, "migrate")
         self._stop_run(job)
         checked = self._validated(job, alloc)  # a failure here aborts the run: no state to restore
-        job.saved_progress = job.work - job.remaining
+        cost = self.checkpoints.migration(job)
+        self._charge(job, cost)
+        job.migration_s += cost.stall_s
         job.migrations += 1
-        job.restart_cost = self.config.checkpoint_s + self.config.restore_s
         self._claim(job, checked)
         self._begin_run(job)
 

@@ -18,7 +18,10 @@ class Job:
     running job progresses at ``rate`` work-seconds per second, except before ``stall_until``
     (restore or migration overhead; ``restart_cost`` is the stall its next start will pay).
     ``run_s`` counts the wall seconds it held GPUs, stalls included; ``served_s`` only those
-    outside stalls (its service). ``data`` is free for the policy's own bookkeeping.
+    outside stalls (its service). ``pause_s``, ``restore_s`` and ``migration_s`` add up the
+    checkpoint costs charged to it (:mod:`schedlab.sim.checkpoint`); ``mem_gib`` is its row's
+    GPU memory per GPU (NaN: the cost model's default). ``data`` is free for the policy's own
+    bookkeeping.
     """
 
     __slots__ = (
@@ -27,7 +30,7 @@ class Job:
         "state", "alloc", "milli", "rate", "remaining", "last_update", "stall_until", "restart_cost", "version",
         "first_start", "end", "queue_s", "queued_since", "run_s", "served_s", "run_since", "preemptions",
         "migrations", "lost_work", "gpu_seconds", "work_done", "saved_progress", "colocated", "shared_s", "shared_since",
-        "copies", "data",
+        "copies", "mem_gib", "pause_s", "restore_s", "migration_s", "data",
     )  # fmt: skip
 
     def __init__(
@@ -46,6 +49,7 @@ class Job:
         ckpt_interval: float,
         model: str,
         deadline: float,
+        mem_gib: float = math.nan,
     ) -> None:
         self.idx = idx
         self.id = job_id
@@ -87,6 +91,10 @@ class Job:
         self.shared_s = 0.0  # wall seconds spent sharing a GPU with another job
         self.shared_since = 0.0
         self.copies: tuple[tuple[int, ...], ...] = ()  # nodes of each forked copy (Simulation.fork)
+        self.mem_gib = mem_gib
+        self.pause_s = 0.0  # checkpoint saves of its pauses
+        self.restore_s = 0.0  # restores and restarts after its pauses and evictions
+        self.migration_s = 0.0  # stalls of its migrations
         self.data: object = None
 
     @property

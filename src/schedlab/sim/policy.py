@@ -98,6 +98,10 @@ class Context(Protocol):
     def executed(self, job: Job) -> float:
         """Wall seconds run so far outside stalls."""
         ...
+    def migration_cost(self, job: Job) -> tuple[float, float]:
+        """What migrating running ``job`` now would cost under the run's checkpoint model:
+        (stall seconds on its new GPUs, reference-GPU seconds of work lost)."""
+        ...
     def pool_of(self, job: Job) -> str:
         """The node pool the job may use: its tenant on a partitioned cluster, else ``""``."""
         ...

@@ -23,6 +23,9 @@ class JobRecorder:
         self.lost_work = np.zeros(n)
         self.work_done = np.zeros(n)
         self.shared_s = np.zeros(n)
+        self.pause_s = np.zeros(n)
+        self.restore_s = np.zeros(n)
+        self.migration_s = np.zeros(n)
         self.preemptions = np.zeros(n, dtype=np.int64)
         self.migrations = np.zeros(n, dtype=np.int64)
         self.finished = np.zeros(n, dtype=bool)
@@ -37,6 +40,9 @@ class JobRecorder:
         self.lost_work[i] = job.lost_work
         self.work_done[i] = job.work_done
         self.shared_s[i] = job.shared_s
+        self.pause_s[i] = job.pause_s
+        self.restore_s[i] = job.restore_s
+        self.migration_s[i] = job.migration_s
         self.preemptions[i] = job.preemptions
         self.migrations[i] = job.migrations
         self.finished[i] = job.state == FINISHED
@@ -54,6 +60,9 @@ class JobRecorder:
         out["work_done_s"] = self.work_done
         out["gpu_seconds"] = self.gpu_seconds
         out["colocated_s"] = self.shared_s
+        out["pause_s"] = self.pause_s
+        out["restore_s"] = self.restore_s
+        out["migration_s"] = self.migration_s
         out["final_state"] = spec["final_state"].to_numpy()
         return out
 

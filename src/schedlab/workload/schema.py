@@ -22,6 +22,7 @@ sorted by submit time (ties keep the trace's order), plus a little metadata.
 | final_state | str | completed / cancelled / failed / unknown, as the trace recorded |
 | deadline_s | float64 | absolute deadline in workload seconds (NaN = none) |
 | queue_s | float64 | queueing delay the trace recorded: start − submit, seconds (NaN = not recorded) |
+| gpu_mem_gib | float64 | active GPU memory per GPU, GiB (NaN = unknown: the checkpoint cost models draw a default) |
 | source_row | int64 | the job's 1-based data row in the source file (errors name it) |
 """
 
@@ -46,6 +47,7 @@ FLOAT_COLUMNS = (
     "batch_size",
     "deadline_s",
     "queue_s",
+    "gpu_mem_gib",
 )
 DATA_COLUMNS = (
     "job_id",
@@ -65,6 +67,7 @@ DATA_COLUMNS = (
     "final_state",
     "deadline_s",
     "queue_s",
+    "gpu_mem_gib",
 )
 COLUMNS = (*DATA_COLUMNS, "source_row")  # the columns a trace supplies, then where each job came from
 REQUIRED = ("job_id", "submit_s", "num_gpus", "duration_s")
@@ -85,6 +88,7 @@ DEFAULTS: dict[str, object] = {
     "final_state": "unknown",
     "deadline_s": np.nan,
     "queue_s": np.nan,
+    "gpu_mem_gib": np.nan,
 }
 FINAL_STATES = ("completed", "cancelled", "failed", "unknown")
 
@@ -195,7 +199,7 @@ def validate(jobs: pd.DataFrame, *, source: str) -> None:
     fail((ids == "").to_numpy(), "job_id", "job id must not be empty")
     states = jobs["final_state"]
     fail(~states.isin(FINAL_STATES).to_numpy(), "final_state", f"final state must be one of {FINAL_STATES}")
-    for col in ("checkpoint_interval_s", "deadline_s", "num_cpus", "batch_size", "queue_s"):
+    for col in ("checkpoint_interval_s", "deadline_s", "num_cpus", "batch_size", "queue_s", "gpu_mem_gib"):
         v = jobs[col].to_numpy()
         fail(np.isinf(v) | (v < 0), col, "must be a non-negative number or empty")
 

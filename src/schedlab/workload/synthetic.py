@@ -901,6 +901,7 @@ def _frame(p: Profile, jobs: dict[str, np.ndarray]) -> pd.DataFrame:
         "final_state": _take(p.states, jobs["state"]),
         "deadline_s": nan,
         "queue_s": nan,
+        "gpu_mem_gib": nan,
         "source_row": np.arange(1, n + 1),
     }
     frame = pd.DataFrame({col: columns[col] for col in COLUMNS})

@@ -1,0 +1,1 @@
+"""Policies built on job migration: defragmentation of gang placements (:mod:`.defrag`)."""

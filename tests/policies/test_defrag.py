@@ -1,0 +1,109 @@
+"""Defragmentation by migration (policies/migration/defrag.py): a gang job blocked by
+fragmentation starts thanks to migration when the gain exceeds the cost, and not otherwise."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from simkit import Checked, by_id, cluster, job, simulate
+
+from schedlab.policies.migration.defrag import Defrag, expected_wait, node_slots
+from schedlab.policies.registry import PolicyOptions, make_policy
+from schedlab.sim.engine import SimConfig
+
+COSTS = dict(checkpoint_s=10.0, restore_s=30.0, restart_s=10.0, checkpoint_interval_s=math.inf)
+
+
+def fragmented(small_s: float) -> list[dict]:
+    """Two 4-GPU nodes: 1-GPU jobs fill both at 0 (consolidate packs s1-s4 on node 0, s5-s8 on
+    node 1); s1, s2, s5, s6 end at 100, leaving 2 free GPUs on each node; the others run
+    ``small_s`` seconds. A 4-GPU gang job arrives at 50: 4 GPUs are free from 100 on, but no
+    node has 4."""
+    rows = [job(f"s{i}", 0.0, 1, 100.0 if i in (1, 2, 5, 6) else small_s) for i in range(1, 9)]
+    return rows + [job("g", 50.0, 4, 500.0)]
+
+
+def run(policy: str, small_s: float, model: str = "fixed", **params: object):
+    built = make_policy(policy, rng=np.random.default_rng(0), options=PolicyOptions(params=params))
+    config = SimConfig(checkpoint_model=model, **COSTS)
+    checked = Checked(built)
+    result = simulate(fragmented(small_s), cluster([4, 4]), checked, config)
+    return by_id(result), built
+
+
+def test_gang_job_is_placed_only_thanks_to_migration() -> None:
+    jobs, policy = run("fifo+defrag", small_s=10_000.0)
+    assert jobs.loc["g", "first_start_s"] == 100.0  # when 4 GPUs became free, split 2 + 2
+    # the two jobs left on node 0 moved to node 1's free GPUs, stalled checkpoint + restore
+    assert jobs.loc[["s3", "s4"], "migrations"].tolist() == [1, 1]
+    assert jobs.loc[["s3", "s4"], "migration_s"].tolist() == [40.0, 40.0]
+    assert jobs.loc[["s3", "s4"], "end_s"].tolist() == [10_040.0, 10_040.0]
+    assert jobs["migrations"].sum() == 2 and jobs["lost_work_s"].sum() == 0
+    assert policy.report(jobs)["defrag"] == {"repairs": 1, "moves": 2, "declined": 0}
+    plain, _ = run("fifo", small_s=10_000.0)
+    assert plain.loc["g", "first_start_s"] == 10_000.0  # without migration it waits for a node to empty
+
+
+def test_no_migration_when_the_cost_exceeds_the_gain() -> None:
+    # The small jobs end at 150: the gang job would wait 50 s, a gain of 4 GPUs x 50 s = 200 GPU-s.
+    cheap, policy = run("fifo+defrag", small_s=150.0)  # fixed: 2 moves x 1 GPU x 40 s = 80 < 200
+    assert cheap.loc["g", "first_start_s"] == 100.0 and cheap["migrations"].sum() == 2
+    # kill with no periodic checkpoint: each move loses its 100 s and restarts in 10 s: 220 > 200
+    killed, policy = run("fifo+defrag", small_s=150.0, model="kill")
+    assert killed["migrations"].sum() == 0 and killed["lost_work_s"].sum() == 0
+    assert killed.loc["g", "first_start_s"] == 150.0
+    assert policy.report(killed)["defrag"] == {"repairs": 0, "moves": 0, "declined": 1}
+    # the same cheap plan, asked to pay back three times its cost (240 > 200): declined
+    strict, policy = run("fifo+defrag", small_s=150.0, gain_ratio=3.0)
+    assert strict["migrations"].sum() == 0 and strict.loc["g", "first_start_s"] == 150.0
+
+
+def test_kill_migration_is_taken_when_the_wait_is_long() -> None:
+    jobs, _ = run("fifo+defrag", small_s=10_000.0, model="kill")
+    # 2 x (10 s + 100 s lost) = 220 GPU-s against 4 GPUs x 9,900 s: moved, losing their work
+    assert jobs.loc["g", "first_start_s"] == 100.0
+    assert jobs.loc[["s3", "s4"], "lost_work_s"].tolist() == [100.0, 100.0]
+    assert jobs.loc[["s3", "s4"], "end_s"].tolist() == [100.0 + 10.0 + 10_000.0] * 2
+
+
+def test_max_moves_bounds_a_repair() -> None:
+    jobs, policy = run("fifo+defrag", small_s=10_000.0, max_moves=1)
+    assert jobs["migrations"].sum() == 0 and jobs.loc["g", "first_start_s"] == 10_000.0
+
+
+def test_node_slots_follow_consolidated_packing() -> None:
+    assert node_slots(4, 8) == [4]
+    assert node_slots(8, 8) == [8]
+    assert node_slots(16, 8) == [8, 8]
+    assert node_slots(20, 8) == [8, 8, 4]
+
+
+def test_wrapper_is_registered_and_named() -> None:
+    policy = make_policy("sjf-backfill+defrag", rng=np.random.default_rng(0))
+    assert isinstance(policy, Defrag) and policy.name == "sjf-backfill+defrag"
+    with pytest.raises(Exception, match="gain_ratio|no parameter"):
+        make_policy("fifo+defrag", rng=np.random.default_rng(0), options=PolicyOptions(params={"bogus": 1}))
+
+
+def test_expected_wait_is_the_time_the_readiest_nodes_free() -> None:
+    class Ctx:  # two 4-GPU nodes, each with 2 free GPUs and two 1-GPU jobs ending at 30 and 80
+        now = 0.0
+
+        class state:
+            free = [2, 2]
+            node_gpus = [4, 4]
+
+        @staticmethod
+        def remaining(j):
+            return j.left
+
+    class J:
+        def __init__(self, node, left):
+            self.alloc, self.left, self.rate, self.stall_until = ((node, (0,)),), left, 1.0, 0.0
+
+    on_node = {0: [J(0, 30.0), J(0, 80.0)], 1: [J(1, 50.0), J(1, 60.0)]}
+    assert expected_wait(Ctx, [0, 1], [4], on_node) == 60.0  # node 1 has 4 free at 60, node 0 at 80
+    assert expected_wait(Ctx, [0, 1], [4, 4], on_node) == 80.0
+    assert expected_wait(Ctx, [0, 1], [3], on_node) == 30.0

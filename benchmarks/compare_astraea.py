@@ -1,9 +1,11 @@
 """Compare schedlab's ``astraea`` with the ASTRAEA artifact's own lease simulator on one window
 of the Philly trace, with the artifact's Philly tenant weights.
 
-The input: the jobs of ``../shared/data/pollux/simulator/traces/philly.csv`` (Philly job log,
-15 VCs = ASTRAEA's tenants) submitted in ``--days`` days from ``--start``, submit times in
-integer seconds from the window start. Jobs needing more GPUs than their tenant's quota,
+The input (``--trace``): the first ``--days`` days of Chronus' Philly-derived MIX2 trace
+(``../shared/data/chronus``, 11 Philly VCs), or the jobs of the Philly job log excerpt
+``../shared/data/pollux/simulator/traces/philly.csv`` (15 VCs) submitted in ``--days`` days from
+``--start``; submit times in integer seconds, divided by ``--arrival-scale`` for more load (the
+artifact's 1,120 GPUs see little contention from either trace as recorded). Jobs needing more GPUs than their tenant's quota,
 int(GPUs x share / total share), are dropped first, because the artifact drops them when they
 arrive. Both simulators get the same rows, the weights of ``share-production.csv`` and the
 artifact's evaluation settings (``run.sh``: 140 nodes x 8 GPUs, consolidate placement, 900-s
@@ -16,7 +18,7 @@ through the same fairness metrics (:mod:`schedlab.metrics.fairness`), received G
 GPUs x duration on both sides (the artifact's output has no lost-work column). CPU time is the
 process time of each simulator (the artifact's child process; schedlab's own, loading excluded).
 
-    python benchmarks/compare_astraea.py --artifact PATH/TO/Astraea_Artifacts --start 2017-10-24 --days 3 --arrival-scale 3
+    python benchmarks/compare_astraea.py --artifact PATH/TO/Astraea_Artifacts --trace chronus-mix2 --days 1 --arrival-scale 3
 """
 
 from __future__ import annotations
@@ -34,6 +36,7 @@ import numpy as np
 import pandas as pd
 
 from schedlab.cluster.presets import load_cluster
+from schedlab.experiments.run import WorkloadSpec
 from schedlab.metrics.fairness import fairness_metrics, load_shares
 from schedlab.policies.common.placers import Consolidate
 from schedlab.policies.fairness.astraea import Astraea
@@ -42,6 +45,7 @@ from schedlab.workload.schema import Workload, canonical_frame
 
 DATA = Path(__file__).resolve().parents[1] / ".." / "shared" / "data"
 TRACE = DATA / "pollux" / "simulator" / "traces" / "philly.csv"
+MIX2 = DATA / "chronus" / "trace_job_Philly_MIX2.csv"
 SHARES = DATA / "astraea" / "share-production.csv"
 NAMES = DATA / "astraea" / "name-production.lst"
 NODES, GPUS_PER_NODE = 140, 8  # run.sh: --num_node_p_switch 140 --num_switch 1 (8 GPUs per node by default)
@@ -59,13 +63,31 @@ def philly_window(start: str, days: float, shares: dict[str, float], arrival_sca
     when = pd.to_datetime(raw["timestamp"])
     rows = raw[(when >= t0) & (when < t0 + pd.Timedelta(days=days))].copy()
     rows["submit_time"] = ((pd.to_datetime(rows["timestamp"]) - t0).dt.total_seconds() / arrival_scale).astype(int)
-    rows["duration"] = rows["duration"].clip(lower=1).round().astype(int)
+    rows = rows.sort_values(["submit_time", "timestamp"], kind="stable")
+    frame = pd.DataFrame({"user": rows["cluster"].to_numpy(), "num_gpu": rows["num_gpus"].to_numpy(int),
+                          "submit_time": rows["submit_time"].to_numpy(),
+                          "duration": rows["duration"].round().clip(lower=1).to_numpy(int)})  # fmt: skip
+    return _within_quota(frame, shares)
+
+
+def mix2_window(days: float, shares: dict[str, float], arrival_scale: float = 1.0) -> pd.DataFrame:
+    """Chronus' Philly-derived MIX2 trace (times in minutes, tenants ``vc_<VC>``), its first
+    ``days`` days, in the artifact's trace format; submit times divided by ``arrival_scale``."""
+    jobs = WorkloadSpec(trace=str(MIX2), fmt="philly", options={"time_unit": "min"}, tenant_prefix="vc_").build().jobs
+    jobs = jobs[jobs["submit_s"] < days * 86400].sort_values(["submit_s", "job_id"], kind="stable")
+    rows = pd.DataFrame({"user": jobs["tenant"].to_numpy(), "num_gpu": jobs["num_gpus"].to_numpy(int),
+                         "submit_time": (jobs["submit_s"].to_numpy() / arrival_scale).astype(int),
+                         "duration": jobs["duration_s"].round().clip(lower=1).to_numpy(int)})  # fmt: skip
+    return _within_quota(rows, shares)
+
+
+def _within_quota(rows: pd.DataFrame, shares: dict[str, float]) -> pd.DataFrame:
+    """Drop the jobs larger than their tenant's quota (the artifact drops them on arrival); number the rest."""
     total = sum(shares.values())
     quota = {t: int(NODES * GPUS_PER_NODE * w / total) for t, w in shares.items()}
-    rows = rows[rows["cluster"].isin(list(shares)) & (rows["num_gpus"] <= rows["cluster"].map(quota))]
-    rows = rows.sort_values(["submit_time", "timestamp"], kind="stable").reset_index(drop=True)
-    return pd.DataFrame({"job_id": np.arange(len(rows)), "user": rows["cluster"], "num_gpu": rows["num_gpus"].astype(int),
-                         "submit_time": rows["submit_time"], "duration": rows["duration"]})  # fmt: skip
+    rows = rows[rows["user"].isin(list(shares)) & (rows["num_gpu"] <= rows["user"].map(quota))]
+    return rows.reset_index(drop=True).assign(job_id=lambda r: np.arange(len(r)))[
+        ["job_id", "user", "num_gpu", "submit_time", "duration"]]
 
 
 def _artifact_copy(artifact: Path, into: Path) -> Path:
@@ -170,14 +192,18 @@ def report(jobs: pd.DataFrame, art: pd.DataFrame, ours: pd.DataFrame, shares: di
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--artifact", type=Path, required=True, help="Astraea_Artifacts checkout or git directory")
-    parser.add_argument("--start", default="2017-10-23", help="window start (Philly calendar time)")
+    parser.add_argument("--trace", choices=("chronus-mix2", "pollux-philly"), default="chronus-mix2")
+    parser.add_argument("--start", default="2017-10-23", help="window start (pollux-philly: Philly calendar time)")
     parser.add_argument("--days", type=float, default=7.0)
     parser.add_argument("--arrival-scale", type=float, default=1.0, help="divide submit times by this (load x it)")
     parser.add_argument("--python", default=sys.executable, help="interpreter for the artifact (Python 3)")
     parser.add_argument("--out", type=Path, help="also write the per-job outcomes of both sides here (CSV)")
     args = parser.parse_args()
     shares = load_shares(SHARES)
-    jobs = philly_window(args.start, args.days, shares, args.arrival_scale)
+    if args.trace == "chronus-mix2":
+        jobs = mix2_window(args.days, shares, args.arrival_scale)
+    else:
+        jobs = philly_window(args.start, args.days, shares, args.arrival_scale)
     art, art_cpu, art_wall = run_artifact(args.artifact, jobs, args.python)
     ours, our_cpu, our_wall = run_schedlab(jobs, shares)
     times = {"artifact_cpu": art_cpu, "artifact_wall": art_wall, "schedlab_cpu": our_cpu, "schedlab_wall": our_wall}
@@ -185,7 +211,8 @@ def main() -> None:
         args.out.mkdir(parents=True, exist_ok=True)
         art.to_csv(args.out / "artifact_jobs.csv", index=False)
         ours.to_csv(args.out / "schedlab_jobs.csv", index=False)
-    print(f"window {args.start} + {args.days:g} days, arrivals x{args.arrival_scale:g}")
+    where = args.trace + (f" from {args.start}" if args.trace == "pollux-philly" else "")
+    print(f"{where}, {args.days:g} days, arrivals x{args.arrival_scale:g}")
     print(report(jobs, art, ours, shares, times))
 
 

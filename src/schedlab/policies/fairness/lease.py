@@ -119,7 +119,8 @@ class LeaseScheduler(Policy):
     def on_finish(self, ctx: Context, job: Job) -> None:
         self.advance(ctx)
         st: LeaseState = job.data
-        self.expired[st.group].pop(job.idx, None)
+        if st.expired:
+            self._unexpire(job)
         self.held[st.group] -= job.num_gpus
         self.holds(ctx, job, -job.num_gpus)
         del self.jobs[job.idx]
@@ -133,6 +134,9 @@ class LeaseScheduler(Policy):
         st: LeaseState = job.data
         if kind == _LEASE:
             if job.state != RUNNING or st.lease != mark or st.expired:
+                return False
+            if not self.waiting:  # nobody to hand the GPUs to: a round would renew the lease
+                self._lease(ctx, job, renew=True)
                 return False
             self.advance(ctx)
             st.expired = True
@@ -148,7 +152,7 @@ class LeaseScheduler(Policy):
             return
         chosen = self._select(ctx, budget)
         picked = {job.idx for job in chosen}
-        for group, jobs in list(self.expired.items()):
+        for jobs in list(self.expired.values()):
             for job in list(jobs.values()):
                 if job.idx in picked:
                     self._lease(ctx, job, renew=True)
@@ -203,7 +207,7 @@ class LeaseScheduler(Policy):
         def next_gpus(group: str) -> float:
             return self.held[group] - expiring.get(group, 0.0) + granted[group]
 
-        groups = [g for g in set(self.pending) | set(self.expired) if self.pending[g] or self.expired[g]]
+        groups = sorted(set(self.pending) | set(self.expired))
         heap = [(self.group_key(ctx, g, next_gpus(g)), g) for g in groups]
         heapq.heapify(heap)
         queues: dict[str, list] = {}
@@ -211,7 +215,7 @@ class LeaseScheduler(Policy):
             _, group = heapq.heappop(heap)
             queue = queues.get(group)
             if queue is None:
-                members = [*self.pending[group].values(), *self.expired[group].values()]
+                members = [*self.pending.get(group, {}).values(), *self.expired.get(group, {}).values()]
                 queue = queues[group] = [(self.job_key(ctx, j), j.idx) for j in members if j.idx not in taken]
                 heapq.heapify(queue)
             while queue:
@@ -233,7 +237,10 @@ class LeaseScheduler(Policy):
 
     def _started(self, ctx: Context, job: Job) -> None:
         st: LeaseState = job.data
-        del self.pending[st.group][job.idx]
+        pending = self.pending[st.group]
+        del pending[job.idx]
+        if not pending:
+            del self.pending[st.group]
         self.waiting.remove((st.waiting_since, job.idx))
         self.held[st.group] += job.num_gpus
         self.holds(ctx, job, job.num_gpus)
@@ -243,8 +250,7 @@ class LeaseScheduler(Policy):
         """A new lease from the end of the start's stall, at least as long as the stall."""
         st: LeaseState = job.data
         if st.expired:
-            del self.expired[st.group][job.idx]
-            st.expired = False
+            self._unexpire(job)
         stall = 0.0 if renew else max(0.0, job.stall_until - ctx.now)
         end = ctx.now + stall + max(self.lease_s, stall)
         if self.tick_s > 0:
@@ -252,10 +258,17 @@ class LeaseScheduler(Policy):
         st.lease += 1
         ctx.set_timer(end, (_LEASE, job.idx, st.lease))
 
-    def _pause(self, ctx: Context, job: Job) -> None:
+    def _unexpire(self, job: Job) -> None:
         st: LeaseState = job.data
-        del self.expired[st.group][job.idx]
+        expired = self.expired[st.group]
+        del expired[job.idx]
+        if not expired:
+            del self.expired[st.group]
         st.expired = False
+
+    def _pause(self, ctx: Context, job: Job) -> None:
+        self._unexpire(job)
+        st: LeaseState = job.data
         ctx.pause(job)
         self.held[st.group] -= job.num_gpus
         self.holds(ctx, job, -job.num_gpus)

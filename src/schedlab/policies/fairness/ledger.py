@@ -44,7 +44,7 @@ class Ledger:
         self.window_s = window_s
         self.mark_s = mark_s
         self.demand: defaultdict[str, float] = defaultdict(float)  # GPUs of arrived, unfinished jobs
-        self.jobs: Counter[str] = Counter()  # arrived, unfinished jobs
+        self.jobs: Counter[str] = Counter()  # arrived, unfinished jobs (tenants with none are dropped)
         self.sizes: defaultdict[str, Counter[float]] = defaultdict(Counter)
         self.held: defaultdict[str, float] = defaultdict(float)  # GPUs held now
         self.used: defaultdict[str, float] = defaultdict(float)  # GPU-s held since the start
@@ -71,15 +71,12 @@ class Ledger:
         dt = to - self.now
         if dt > 0:
             for tenant, count in self.jobs.items():
-                if count <= 0:
-                    continue
                 fair = self.fair.get(tenant, 0.0)
                 self.used[tenant] += self.held[tenant] * dt
                 self.deserved[tenant] += fair * dt
                 per_job = fair / count
-                for size, n in self.sizes[tenant].items():
-                    if n:
-                        self.job_share[tenant, size] += min(size, per_job) * dt
+                for size in self.sizes[tenant]:
+                    self.job_share[tenant, size] += min(size, per_job) * dt
         self.now = max(self.now, to)
 
     def arrive(self, tenant: str, gpus: float) -> float:
@@ -95,6 +92,10 @@ class Ledger:
         self.demand[tenant] -= gpus
         self.jobs[tenant] -= 1
         self.sizes[tenant][gpus] -= 1
+        if not self.sizes[tenant][gpus]:
+            del self.sizes[tenant][gpus]
+        if not self.jobs[tenant]:
+            del self.jobs[tenant], self.demand[tenant]
         self._stale = True
 
     def hold(self, tenant: str, gpus: float) -> None:

@@ -169,3 +169,4 @@ def test_registry_passes_the_shares() -> None:
     policy = make_policy("astraea", rng=rng, options=PolicyOptions(params={"lease_s": "60"}, shares={"x": 3.0}))
     assert policy.lease_s == 60.0 and policy.weight("x") == 3.0 and policy.weight("y") == 1.0
     assert make_policy("themis", rng=rng).lease_s == 900.0
+

@@ -8,7 +8,8 @@ whenever GPUs are free or leases have expired:
 1. The budget of each node pool is its free GPUs plus the GPUs of its expired jobs.
 2. Starving jobs first: a job pending for ``starvation_s`` (since arrival or its last pause),
    oldest first. One that does not fit the budget *blocks* its pool for the round, so the GPUs
-   of the expiring leases gather for it instead of going to others.
+   of the expiring leases gather for it instead of going to others (unless it is larger than
+   the powered-on GPUs it may use, as when nodes are off, which would block the pool).
 3. Then tenant phase and job phase: the group (tenant) with the lowest :meth:`group_key` gets
    its candidate (pending or expired) with the lowest :meth:`job_key` that fits the budget; the
    group is ranked again with that grant counted, and so on until the budget or the candidates
@@ -181,6 +182,12 @@ class LeaseScheduler(Policy):
                 budget[ctx.pool_of(job)] += job.num_gpus
         return budget
 
+    @staticmethod
+    def _capacity(ctx: Context, job: Job) -> int:
+        """Powered-on GPUs of the node groups the job may use (a job larger never blocks)."""
+        state = ctx.state
+        return sum(state.node_gpus[n] for g in ctx.groups_of(job) for n in g.nodes if state.on[n])
+
     def _select(self, ctx: Context, budget: dict[str, float]) -> list[Job]:
         """Starving jobs, then the two phases; see the module doc."""
         chosen: list[Job] = []
@@ -199,7 +206,7 @@ class LeaseScheduler(Policy):
                 pool = ctx.pool_of(job)
                 if job.num_gpus <= budget[pool]:
                     take(job)
-                elif budget[pool] > 0:
+                elif budget[pool] > 0 and job.num_gpus <= self._capacity(ctx, job):
                     budget[pool] = 0.0  # block: the pool's expiring GPUs gather for this job
 
         expiring = {g: sum(j.num_gpus for j in jobs.values()) for g, jobs in self.expired.items()}

@@ -77,32 +77,28 @@ def test_astraea_lease_expiry_alternates_jobs() -> None:
     assert longer["end_s"].to_dict() == {"a": 300.0, "b": 600.0}
 
 
-def test_astraea_starvation_threshold_overrides_the_tenant_order() -> None:
-    # weights A 1, B 100 on 1 GPU. A1 runs 0-100 alone, so A is far above its deserved share
-    # when B1 (long) and A2 arrive: B1 runs from 100 on renewed leases. A2 has waited since 60;
-    # with a 500-s threshold it starves at 560 and takes the GPU at the next lease end, 600.
-    # Without it, A waits until its index falls to B's, thousands of seconds later.
-    rows = [job("A1", 0.0, 1, 100.0, tenant="A"), job("B1", 50.0, 1, 5000.0, tenant="B"),
-            job("A2", 60.0, 1, 100.0, tenant="A")]  # fmt: skip
-    shares = {"A": 1.0, "B": 100.0}
-    starving = by_id(simulate(rows, cluster([1]), _astraea(starvation_s=500.0, shares=shares), ZERO_COST))
-    assert starving.loc["A2", "first_start_s"] == 600.0
-    patient = by_id(simulate(rows, cluster([1]), _astraea(shares=shares), ZERO_COST))
-    assert patient.loc["A2", "first_start_s"] > 3000.0
+def test_astraea_starving_job_goes_first_in_its_tenant() -> None:
+    # 1 GPU, one tenant. j runs 0-100; from 100 on, short jobs s_k (arriving at 50 + 100k) have
+    # job index 0 and beat j, which has run: s0 100-200, s1 200-300, s2 300-400, s3 from 400.
+    # With a 300-s threshold j (pending since 100) starves at 400 and runs 400-500: s3 waits.
+    rows = [job("j", 0.0, 1, 1000.0)] + [job(f"s{k}", 50.0 + 100 * k, 1, 100.0) for k in range(6)]
+    starving = by_id(simulate(rows, cluster([1]), _astraea(starvation_s=300.0), ZERO_COST))
+    assert starving.loc["s3", "first_start_s"] == 500.0
+    patient = by_id(simulate(rows, cluster([1]), _astraea(), ZERO_COST))
+    assert patient.loc["s3", "first_start_s"] == 400.0
+    assert patient.loc["j", "end_s"] == 100.0 + 6 * 100.0 + 900.0  # after the whole stream
 
 
-def test_astraea_starving_job_that_does_not_fit_blocks_its_pool() -> None:
-    # 2 GPUs; tenant S (weight 100) keeps both busy with 1-GPU jobs whose leases end at 100,
-    # 200, ... (s1) and 150, 250, ... (s2, s3): never two GPUs at once. W's 2-GPU job starves at
-    # 300: the lease ending then does not fit it, so the pool is blocked (s1 paused, its GPU
-    # kept free) and at 350 the next expiry makes two: W starts. Without the block W would wait
-    # for S to run out of jobs.
-    rows = [job("s1", 0.0, 1, 2000.0, tenant="S"), job("s2", 50.0, 1, 2000.0, tenant="S"),
-            job("s3", 50.0, 1, 2000.0, tenant="S"), job("w", 0.0, 2, 100.0, tenant="W")]  # fmt: skip
-    shares = {"S": 100.0, "W": 1.0}
-    jobs = by_id(simulate(rows, cluster([2]), _astraea(starvation_s=300.0, shares=shares), ZERO_COST))
-    assert jobs.loc["w", "first_start_s"] == 350.0
-    assert jobs["finished"].all()
+def test_astraea_starving_job_that_does_not_fit_blocks_its_tenant() -> None:
+    # 2 GPUs, one tenant: the 2-GPU job w runs first, is paused at 100 for fresh 1-GPU jobs and
+    # starves at 400. Short jobs end one at a time; without the block each freed GPU would go
+    # to the next short job and w would wait for the stream to end.
+    rows = [job("w", 0.0, 2, 300.0)]
+    rows += [job(f"s{k}", 1.0 + 37.0 * k, 1, 100.0 + 13.0 * (k % 3)) for k in range(40)]
+    blocked = by_id(simulate(rows, cluster([2]), _astraea(starvation_s=300.0), ZERO_COST))
+    stream_end = blocked["end_s"].drop("w").max()
+    assert blocked.loc["w", "end_s"] < stream_end
+    assert blocked["finished"].all()
 
 
 def test_fair_share_splits_gpus_by_weight() -> None:

@@ -6,17 +6,20 @@ together are decided in one round, as the ASTRAEA artifact's 10-s ticks do). A r
 whenever GPUs are free or leases have expired:
 
 1. The budget of each node pool is its free GPUs plus the GPUs of its expired jobs.
-2. Starving jobs first: a job pending for ``starvation_s`` (since arrival or its last pause),
-   oldest first. One that does not fit the budget *blocks* its pool for the round, so the GPUs
-   of the expiring leases gather for it instead of going to others (unless it is larger than
-   the powered-on GPUs it may use, as when nodes are off, which would block the pool).
-3. Then tenant phase and job phase: the group (tenant) with the lowest :meth:`group_key` gets
+2. Tenant phase and job phase: the group (tenant) with the lowest :meth:`group_key` gets
    its candidate (pending or expired) with the lowest :meth:`job_key` that fits the budget; the
    group is ranked again with that grant counted, and so on until the budget or the candidates
    run out.
+3. Starvation threshold: inside a group, jobs pending for ``starvation_s`` (since arrival or
+   their last pause) come first, oldest first, ahead of the job ranking; a starving job that is
+   not taken *blocks* its group for the round, so the group's later jobs do not take the GPUs
+   it needs (the artifact's ``block_scheduling``). A job larger than the powered-on GPUs it may
+   use never blocks.
 4. Expired jobs that were chosen keep running on a renewed lease (no checkpoint); the others
-   are paused (``ctx.pause``: checkpointed, no work lost). Chosen pending jobs are placed in
-   the order chosen; one the placer cannot place stays pending.
+   are paused (``ctx.pause``: checkpointed, no work lost). This first pass counts GPUs only.
+5. A second pass ranks the pending jobs the same way over the GPUs now free and starts each
+   that the placer can place; one it cannot place is passed over (counting alone would leave
+   the GPUs of unplaceable picks idle).
 
 Progress guarantee (issue 15): a lease runs from the end of the start's restore stall and lasts
 at least as long as that stall, so every run progresses at least max(lease, stall) and a job is
@@ -151,21 +154,24 @@ class LeaseScheduler(Policy):
         budget = self._budget(ctx)
         if not any(v > 0 for v in budget.values()):
             return
-        chosen = self._select(ctx, budget)
-        picked = {job.idx for job in chosen}
-        for jobs in list(self.expired.values()):
-            for job in list(jobs.values()):
-                if job.idx in picked:
-                    self._lease(ctx, job, renew=True)
-                else:
-                    self._pause(ctx, job)
-        for job in chosen:
-            if job.state == RUNNING:
-                continue
-            alloc = self.placer.place(ctx, job)
-            if alloc is not None:
-                ctx.start(job, alloc)
-                self._started(ctx, job)
+        if self.expired:
+            keep = {job.idx for job in self._rank(ctx, budget, lambda ctx, job: True, with_expired=True)}
+            for jobs in list(self.expired.values()):
+                for job in list(jobs.values()):
+                    if job.idx in keep:
+                        self._lease(ctx, job, renew=True)
+                    else:
+                        self._pause(ctx, job)
+            budget = self._budget(ctx)
+        self._rank(ctx, budget, self._try_start, with_expired=False)
+
+    def _try_start(self, ctx: Context, job: Job) -> bool:
+        alloc = self.placer.place(ctx, job)
+        if alloc is None:
+            return False
+        ctx.start(job, alloc)
+        self._started(ctx, job)
+        return True
 
     def _budget(self, ctx: Context) -> dict[str, float]:
         """GPUs to hand out per pool: free ones plus those of expired leases."""
@@ -188,33 +194,35 @@ class LeaseScheduler(Policy):
         state = ctx.state
         return sum(state.node_gpus[n] for g in ctx.groups_of(job) for n in g.nodes if state.on[n])
 
-    def _select(self, ctx: Context, budget: dict[str, float]) -> list[Job]:
-        """Starving jobs, then the two phases; see the module doc."""
+    def _rank(self, ctx: Context, budget: dict[str, float], admit, *, with_expired: bool) -> list[Job]:
+        """The two phases within ``budget`` (GPUs per pool); a job within the budget is taken if
+        ``admit(ctx, job)`` (stage 1: any, deciding by count which expired jobs go on; stage 2:
+        placed and started). Inside a group its starving jobs come first, oldest first; a group
+        whose starving job is not taken gets nothing more this round. Returns the jobs taken."""
         chosen: list[Job] = []
         granted: defaultdict[str, float] = defaultdict(float)
-        taken: set[int] = set()
+        starve_before = ctx.now - self.starvation_s
 
-        def take(job: Job) -> None:
+        def offer(job: Job) -> bool:
+            pool = ctx.pool_of(job)
+            if job.num_gpus > budget[pool] or not admit(ctx, job):
+                return False
             chosen.append(job)
-            taken.add(job.idx)
             granted[job.data.group] += job.num_gpus
-            budget[ctx.pool_of(job)] -= job.num_gpus
+            budget[pool] -= job.num_gpus
+            return True
 
-        if self.starvation_s < math.inf:
-            for _, idx in self.waiting.irange(maximum=(ctx.now - self.starvation_s, math.inf)):
-                job = self.jobs[idx]
-                pool = ctx.pool_of(job)
-                if job.num_gpus <= budget[pool]:
-                    take(job)
-                elif budget[pool] > 0 and job.num_gpus <= self._capacity(ctx, job):
-                    budget[pool] = 0.0  # block: the pool's expiring GPUs gather for this job
+        def entry(job: Job) -> tuple:
+            since = job.data.waiting_since
+            starving = job.state != RUNNING and since <= starve_before
+            return (0, since, job.idx) if starving else (1, self.job_key(ctx, job), job.idx)
 
-        expiring = {g: sum(j.num_gpus for j in jobs.values()) for g, jobs in self.expired.items()}
+        expiring = {g: sum(j.num_gpus for j in jobs.values()) for g, jobs in self.expired.items()} if with_expired else {}
 
         def next_gpus(group: str) -> float:
             return self.held[group] - expiring.get(group, 0.0) + granted[group]
 
-        groups = sorted(set(self.pending) | set(self.expired))
+        groups = sorted(set(self.pending) | set(self.expired)) if with_expired else sorted(self.pending)
         heap = [(self.group_key(ctx, g, next_gpus(g)), g) for g in groups]
         heapq.heapify(heap)
         queues: dict[str, list] = {}
@@ -222,15 +230,19 @@ class LeaseScheduler(Policy):
             _, group = heapq.heappop(heap)
             queue = queues.get(group)
             if queue is None:
-                members = [*self.pending.get(group, {}).values(), *self.expired.get(group, {}).values()]
-                queue = queues[group] = [(self.job_key(ctx, j), j.idx) for j in members if j.idx not in taken]
+                members = [*self.pending.get(group, {}).values()]
+                if with_expired:
+                    members += self.expired.get(group, {}).values()
+                queue = queues[group] = [entry(j) for j in members]
                 heapq.heapify(queue)
             while queue:
-                job = self.jobs[heapq.heappop(queue)[1]]
-                if job.num_gpus <= budget[ctx.pool_of(job)]:
-                    take(job)
+                rank = heapq.heappop(queue)
+                job = self.jobs[rank[2]]
+                if offer(job):
                     heapq.heappush(heap, (self.group_key(ctx, group, next_gpus(group)), group))
                     break
+                if rank[0] == 0 and job.num_gpus <= self._capacity(ctx, job):
+                    break  # block: a starving job that does not fit stops its group for the round
         return chosen
 
     # -- state changes --------------------------------------------------------------------------

@@ -16,8 +16,10 @@ Scheduling (post, "How ASTRAEA Schedules"), on the lease frame of
    submission);
 3. *lease-based*: a running job keeps its GPUs for ``lease_s`` (the artifact's evaluation runs
    900 s, ``run.sh``); at lease ends the order is repaired;
-4. *starvation threshold*: a job pending ``starvation_s`` (the artifact's evaluation: 21,600 s)
-   goes first, ahead of the tenant ranking;
+4. *starvation threshold*: inside its tenant, a job pending ``starvation_s`` (the artifact's
+   evaluation: 21,600 s) goes first, ahead of the job ranking, and one that does not fit
+   blocks its tenant for the round (the artifact's ``user_stave_jobs`` and
+   ``block_scheduling``; the post does not describe the rule);
 5. *consolidate placement* (the artifact's ``--placement consolidate``): the default placer.
 
 Where this differs from the artifact, and why:
@@ -34,7 +36,11 @@ Where this differs from the artifact, and why:
 * No "delay" preemption of just-restarted jobs for new arrivals and no job-reward tie-break
   (the artifact's ``delay_threshold`` and ``job_reward`` options); the post names neither.
 * A lease expiry checkpoints (``ctx.pause``, no work lost; the engine charges the restart cost,
-  which the artifact does not) only when the job is not chosen again.
+  which the artifact does not) only when the job is not chosen again, and a job chosen again
+  keeps its GPUs; the artifact releases every expired job and places the chosen ones afresh,
+  which also defragments the cluster at every lease end (moving a job is free in its model).
+* A pending job the placer cannot place is passed over for the next in rank (the artifact
+  counts GPUs when granting and may leave a grant unplaced).
 """
 
 from __future__ import annotations

@@ -140,6 +140,11 @@ def outcome(jobs: pd.DataFrame, end: pd.Series, preemptions: pd.Series) -> pd.Da
                          "preemptions": preemptions.to_numpy(float)})  # fmt: skip
 
 
+def _offered_load(jobs: pd.DataFrame) -> float:
+    work = float((jobs["num_gpu"] * jobs["duration"]).sum())
+    return work / (NODES * GPUS_PER_NODE * (jobs["submit_time"].max() + 1))
+
+
 def summary(table: pd.DataFrame, shares: dict[str, float]) -> dict:
     gpus = NODES * GPUS_PER_NODE
     metrics = fairness_metrics(table, gpus, shares=shares)
@@ -158,7 +163,7 @@ def report(jobs: pd.DataFrame, art: pd.DataFrame, ours: pd.DataFrame, shares: di
     ja = (a["end_s"] - a["submit_s"]).to_numpy()
     js = (s["end_s"] - s["submit_s"]).to_numpy()
     lines = [f"{len(jobs)} jobs, {jobs['user'].nunique()} tenants, {NODES * GPUS_PER_NODE} GPUs; "
-             f"offered load {float((jobs['num_gpu'] * jobs['duration']).sum()) / (NODES * GPUS_PER_NODE * (jobs['submit_time'].max() + 1)):.2f}",
+             f"offered load {_offered_load(jobs):.2f} (GPU-time over GPUs x arrival span)",
              "", "| metric | artifact | schedlab | diff |", "|---|---|---|---|"]  # fmt: skip
     for key, label in (("jct_mean_s", "mean JCT (s)"), ("queue_free_jct", "mean JCT - duration (s)"),
                        ("ltgf_tenant_min", "tenant LTGF, lowest"), ("ltgf_tenant_max", "tenant LTGF, highest"),

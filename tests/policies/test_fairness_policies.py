@@ -121,7 +121,8 @@ def test_gandiva_fair_strides_gpu_time_by_tickets() -> None:
     policy = Checked(GandivaFair(Consolidate(), lease_s=100.0, tick_s=0.0, shares={"A": 2.0, "B": 1.0}))
     jobs = by_id(simulate(rows, cluster([1]), policy, ZERO_COST))
     assert jobs["end_s"].to_dict() == {"a": 900.0, "b": 800.0}
-    equal = by_id(simulate(rows, cluster([1]), Checked(GandivaFair(Consolidate(), lease_s=100.0, tick_s=0.0)), ZERO_COST))
+    policy = Checked(GandivaFair(Consolidate(), lease_s=100.0, tick_s=0.0))
+    equal = by_id(simulate(rows, cluster([1]), policy, ZERO_COST))
     assert equal["end_s"].to_dict() == {"a": 900.0, "b": 600.0}
 
 

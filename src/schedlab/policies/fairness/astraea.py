@@ -76,9 +76,9 @@ class AstraeaParams:
 class Astraea(LeaseScheduler):
     """Lowest tenant LTGF index first, then lowest job LTGF index, on leases."""
 
-    def __init__(self, placer: Placer, *, lease_s: float = ARTIFACT_LEASE_S, starvation_s: float = ARTIFACT_STARVATION_S,
-                 window_s: float = ARTIFACT_WINDOW_S, tick_s: float = ARTIFACT_TICK_S,
-                 shares: Mapping[str, float] | None = None) -> None:  # fmt: skip
+    def __init__(self, placer: Placer, *, lease_s: float = ARTIFACT_LEASE_S,
+                 starvation_s: float = ARTIFACT_STARVATION_S, window_s: float = ARTIFACT_WINDOW_S,
+                 tick_s: float = ARTIFACT_TICK_S, shares: Mapping[str, float] | None = None) -> None:  # fmt: skip
         super().__init__("astraea", placer, lease_s=lease_s, tick_s=tick_s, starvation_s=starvation_s, shares=shares)
         if not window_s > 0:
             raise ConfigError(f"astraea: window_s must be > 0, got {window_s!r}")

@@ -75,8 +75,9 @@ class GandivaFair(LeaseScheduler):
         tenant = job.data.group
         if self.ledger.jobs[tenant] == 0:
             active = [self.pass_value(t) for t, n in self.ledger.jobs.items() if n > 0]
-            if active and self.pass_value(tenant) < min(active):
-                self.lift[tenant] = self.lift.get(tenant, 0.0) + (min(active) - self.pass_value(tenant)) * self.weight(tenant)
+            behind = min(active, default=0.0) - self.pass_value(tenant)
+            if behind > 0:
+                self.lift[tenant] = self.lift.get(tenant, 0.0) + behind * self.weight(tenant)
         self.ledger.arrive(tenant, job.num_gpus)
 
     def finished(self, ctx: Context, job: Job) -> None:

@@ -217,7 +217,9 @@ class LeaseScheduler(Policy):
             starving = job.state != RUNNING and since <= starve_before
             return (0, since, job.idx) if starving else (1, self.job_key(ctx, job), job.idx)
 
-        expiring = {g: sum(j.num_gpus for j in jobs.values()) for g, jobs in self.expired.items()} if with_expired else {}
+        expiring = {g: sum(j.num_gpus for j in jobs.values()) for g, jobs in self.expired.items()}
+        if not with_expired:
+            expiring = {}
 
         def next_gpus(group: str) -> float:
             return self.held[group] - expiring.get(group, 0.0) + granted[group]

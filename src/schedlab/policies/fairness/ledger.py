@@ -38,7 +38,8 @@ class Ledger:
     """Used and deserved GPU-time per tenant (whole run and over a sliding window) and the
     per-(tenant, size) integral of a job's deserved rate. Call :meth:`advance` before every change."""
 
-    def __init__(self, capacity: float, weight: Callable[[str], float], *, window_s: float, mark_s: float = 3600.0) -> None:
+    def __init__(self, capacity: float, weight: Callable[[str], float], *, window_s: float,
+                 mark_s: float = 3600.0) -> None:  # fmt: skip
         self.capacity = capacity
         self.weight = weight
         self.window_s = window_s

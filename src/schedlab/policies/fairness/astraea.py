@@ -68,7 +68,8 @@ class AstraeaParams:
     """ASTRAEA's lease term, starvation threshold and fairness window."""
 
     lease_s: float = help_field(ARTIFACT_LEASE_S, "lease term, seconds of progress (artifact run.sh: 900)")
-    starvation_s: float = help_field(ARTIFACT_STARVATION_S, "a job pending this long goes first (artifact: 21600)")
+    starvation_s: float = help_field(ARTIFACT_STARVATION_S,
+                                     "a job pending this long goes first in its tenant (artifact: 21600)")
     window_s: float = help_field(ARTIFACT_WINDOW_S, "window of the tenant fairness index (artifact: 24 h)")
     tick_s: float = help_field(ARTIFACT_TICK_S, "lease ends are rounded up to this grid (artifact: 10 s ticks)")
 

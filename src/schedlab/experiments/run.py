@@ -175,7 +175,7 @@ def build_run(
     info = POLICIES[spec.policy]
     params = info.parse(spec.params)
     options = PolicyOptions(params=spec.params, history=history, seed=spec.seed,
-                            submissions=workload.jobs.loc[:, list(SUBMITTED_COLUMNS)])  # fmt: skip
+                            submissions=workload.jobs.loc[:, list(SUBMITTED_COLUMNS)], shares=spec.shares)  # fmt: skip
     policy = make_policy(spec.policy, placer=spec.placer, rng=np.random.default_rng(spec.seed), options=options)
     if spec.ces is not None:
         from schedlab.energy.policy import CESPolicy

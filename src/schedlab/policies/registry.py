@@ -20,6 +20,9 @@ from schedlab.policies.castor.build import CastorParams, castor_builder, ssf
 from schedlab.policies.classic import orders
 from schedlab.policies.classic.tiresias import Tiresias, TiresiasParams
 from schedlab.policies.classic.yarn_cs import YarnCapacity, YarnParams
+from schedlab.policies.fairness.astraea import Astraea, AstraeaParams
+from schedlab.policies.fairness.fair_share import FairShare, GandivaFair, LeaseParams
+from schedlab.policies.fairness.themis import Themis
 from schedlab.policies.common.placers import PLACERS, Placer, make_placer
 from schedlab.policies.gfs import build_gfs, gfs_params
 from schedlab.policies.helios.params import QssfParams
@@ -42,12 +45,14 @@ class PolicyOptions:
     (values by name, text or typed), a warm-start ``history`` (jobs finished before the
     simulated workload, on its time axis), a ``seed``, and ``submissions``: the run's jobs as
     known when submitted (:data:`~schedlab.workload.schema.SUBMITTED_COLUMNS`, no outcome), for
-    predictors that score in batches (QSSF)."""
+    predictors that score in batches (QSSF); ``shares``: tenant weights (``--shares``), for the
+    fair-share policies (equal weights when None)."""
 
     params: Mapping[str, Any] = field(default_factory=dict)
     history: Workload | None = None
     seed: int = 0
     submissions: pd.DataFrame | None = None
+    shares: Mapping[str, float] | None = None
 
 
 @dataclass(frozen=True)
@@ -101,6 +106,11 @@ def _qssf(placer: Placer, params: QssfParams, options: PolicyOptions) -> Policy:
                 settings=DurationSettings(**settings), refit_every_s=params.refit_every_s, seed=options.seed)  # fmt: skip
 
 
+def _weighted(cls: type) -> Callable[[Placer, Any, PolicyOptions], Policy]:
+    """A policy built as ``cls(placer, **params, shares=options.shares)``."""
+    return lambda placer, params, options: cls(placer, **as_dict(params), shares=options.shares)
+
+
 def _chronus(placer: Placer, params: ChronusConfig, options: PolicyOptions) -> Policy:
     return Chronus(placer, params)
 
@@ -134,6 +144,14 @@ POLICIES: dict[str, PolicyInfo] = {
                    _keywords(Tiresias), TiresiasParams),
         PolicyInfo("yarn-cs", "YARN capacity scheduler: per-tenant FIFO within capacity", "best-fit",
                    _keywords(YarnCapacity), YarnParams),
+        PolicyInfo("astraea", "long-term GPU-time fairness: lowest tenant, then lowest job LTGF index first; "
+                   "leases, starvation threshold (--shares weights)", "consolidate", _weighted(Astraea), AstraeaParams),
+        PolicyInfo("fair-share", "weighted max-min (single-resource DRF) GPU share per tenant, re-balanced at "
+                   "lease ends; FIFO in a tenant (--shares weights)", "consolidate", _weighted(FairShare), LeaseParams),
+        PolicyInfo("gandiva-fair", "stride scheduling of GPU-time over tenant tickets, least-attained job first; "
+                   "leases (--shares weights)", "consolidate", _weighted(GandivaFair), LeaseParams),
+        PolicyInfo("themis", "largest estimated finish-time fairness rho first at lease ends (NSDI'20, auction "
+                   "left out)", "consolidate", _keywords(Themis), LeaseParams),
         *(PolicyInfo(name, f"GFS baseline (ASPLOS'26 §4.1): {text}", "best-fit", build, params)
           for name, text, build, params in _SPOT_BASELINES),
         PolicyInfo("qssf", "quasi-shortest-service-first: predicted GPU time from past jobs; non-preemptive; "

@@ -164,6 +164,10 @@ BAD_SPECS = {
     "unknown engine setting": ("[workloads.w]\nsynthetic = 'simple'\n[policies.fifo]\n[config]\nrestore = 3\n", "config.restore"),
     "negative engine setting": ("[workloads.w]\nsynthetic = 'simple'\n[policies.fifo]\n[config]\nrestore_s = -3\n",
                                 "config.restore_s"),  # fmt: skip
+    "unknown checkpoint model": ("[workloads.w]\nsynthetic = 'simple'\n[policies.fifo]\n[config]\ncheckpoint_model = 'cheap'\n",
+                                 "config.checkpoint_model"),  # fmt: skip
+    "checkpoint model as a number": ("[workloads.w]\nsynthetic = 'simple'\n[policies.fifo]\n[config]\ncheckpoint_model = 3\n",
+                                     "config.checkpoint_model"),  # fmt: skip
     "seeds twice": ("seeds = [1, 1]\n[workloads.w]\nsynthetic = 'simple'\n[policies.fifo]\n", "seeds"),
     "table ratio": ("[workloads.w]\nsynthetic = 'simple'\n[policies.fifo]\n[[report.tables]]\nmetrics = ['jct_mean_s']\n"
                     "ratio_to = { policy = 'fifo' }\nratio = 'row-baseline'\n", "report.tables[0].ratio"),  # fmt: skip
@@ -191,6 +195,12 @@ def test_the_command_shows_a_spec_error_on_one_line_and_exits_2(tmp_path: Path) 
     assert result.exit_code == 2
     assert "bad-spec.toml: workloads.w.load: expected a positive number, got 'high'" in result.stderr
     assert not (tmp_path / "out").exists()
+
+
+def test_checkpoint_models_are_an_axis_of_text_values(tmp_path: Path) -> None:
+    spec = load_spec(_spec(tmp_path, "[workloads.w]\nsynthetic = 'simple'\n[policies.srtf]\n[config]\n"
+                                     "checkpoint_model = ['framework', 'kill']\n"))  # fmt: skip
+    assert [c.run.config.checkpoint_model for c in spec.cells] == ["framework", "kill"]
 
 
 def test_a_toml_syntax_error_names_the_file(tmp_path: Path) -> None:

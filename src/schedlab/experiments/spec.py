@@ -272,7 +272,7 @@ def _config_axes(config: Any) -> dict[str, list]:
     if not isinstance(config, dict):
         raise _KeyError("config", "expected a table of engine settings")
     _known(config, CONFIG_KEYS, "config.")
-    axes = {key: _axis(config, key, [], _number, "config.") for key in config}
+    axes = {key: _axis(config, key, [], _config_value(key), "config.") for key in config}
     for key, values in axes.items():
         for value in values:
             try:
@@ -411,6 +411,18 @@ def _number(key: str, value: Any) -> float:
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         raise _KeyError(key, f"expected a number, got {value!r}")
     return float(value)
+
+
+def _config_value(name: str) -> Callable[[str, Any], Any]:
+    """The check of a ``[config]`` key: text for the text fields of SimConfig, else a number."""
+    field = next(f for f in dataclasses.fields(SimConfig) if f.name == name)
+    return _word if field.type in (str, "str") else _number
+
+
+def _word(key: str, value: Any) -> str:
+    if not isinstance(value, str):
+        raise _KeyError(key, f"expected a text value, got {value!r}")
+    return value
 
 
 def _positive(key: str, value: Any) -> float:

@@ -26,6 +26,7 @@ from schedlab.policies.helios.params import QssfParams
 from schedlab.policies.hetero.gavel import Gavel, GavelParams
 from schedlab.policies.hetero.hadar import Hadar, HadarParams
 from schedlab.policies.hetero.hadare import HadarE, HadarEParams
+from schedlab.policies.lucid.build import LucidParams, build_lucid
 from schedlab.policies.params import as_dict, parse
 from schedlab.policies.spot.chronus import Chronus, ChronusConfig
 from schedlab.policies.spot.fgd import FGD, FgdParams
@@ -152,6 +153,8 @@ POLICIES: dict[str, PolicyInfo] = {
                    "consolidate", castor_builder("ffs"), CastorParams),
         PolicyInfo("ssf", "shortest GPU service (GPUs x duration) first; non-preemptive; blocks at the head",
                    "consolidate", _plain(ssf)),
+        PolicyInfo("lucid", "estimated-GPU-time order with affine-pair packing by sharing score (Lucid, ASPLOS'23)",
+                   "consolidate", build_lucid, LucidParams),
     )
 }  # fmt: skip
 

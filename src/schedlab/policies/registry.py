@@ -28,6 +28,7 @@ from schedlab.policies.hetero.hadar import Hadar, HadarParams
 from schedlab.policies.hetero.hadare import HadarE, HadarEParams
 from schedlab.policies.lucid.build import LucidParams, build_lucid
 from schedlab.policies.params import as_dict, parse
+from schedlab.policies.pollux.build import PolluxParams, build_pollux
 from schedlab.policies.spot.chronus import Chronus, ChronusConfig
 from schedlab.policies.spot.fgd import FGD, FgdParams
 from schedlab.policies.spot.lyra import Lyra
@@ -155,6 +156,8 @@ POLICIES: dict[str, PolicyInfo] = {
                    "consolidate", _plain(ssf)),
         PolicyInfo("lucid", "estimated-GPU-time order with affine-pair packing by sharing score (Lucid, ASPLOS'23)",
                    "consolidate", build_lucid, LucidParams),
+        PolicyInfo("pollux", "goodput-driven elastic GPU reallocation every 60 s with batch-size adaptation "
+                   "(Pollux, OSDI'21); own placement", "consolidate", build_pollux, PolluxParams),
     )
 }  # fmt: skip
 

@@ -9,11 +9,16 @@ profile; jobs above 1,000 GPU-hours, Pollux's largest job class, or above 64 GPU
 submitted uniformly at random over 8 hours (Pollux's busiest-8-hours window). Every policy
 runs on the same jobs; each cell is the mean over ``--seeds`` seeds. ``castor`` and
 ``sjf-ffs`` use the measured xi of Lucid's ``colocate_info.csv`` for the rates and (castor)
-its decisions; ``castor-tree`` decides with the regression tree instead (Fig. 13). Two
-measurements explain where directions differ from the paper: each workload's peak GPU demand
-had no job waited, and a run of castor and sjf-ffs with every measured xi amplified to
-``1 + k (xi - 1)`` (the paper's xi reach 6, Lucid's 2.25), counting sjf-ffs's colocations that
-Theorem 1 calls harmful.
+its decisions; ``castor-tree`` decides with the regression tree instead (Fig. 13). ``lucid``
+packs by the sharing scores of Lucid's ``single_data.csv`` at the same measured rates;
+``pollux`` reallocates GPUs elastically on the goodput model. Measurements that explain where
+directions differ from the paper: each workload's peak GPU demand had no job waited; a run of
+castor and sjf-ffs with every measured xi amplified to ``1 + k (xi - 1)`` (the paper's xi reach
+6, Lucid's 2.25), counting sjf-ffs's colocations that Theorem 1 calls harmful; Lucid with its
+compatibility rule switched off (``max_score_sum=4``) and with packing always on; Pollux with
+little statistical efficiency (``noise_scale=1``) and without batch growth
+(``max_batch_x=1``), and the GPU-hours each policy held per GPU-hour of work at the jobs'
+requested sizes.
 
     python benchmarks/castor_eval.py                  # everything, rewrites docs/castor.md's tables
     python benchmarks/castor_eval.py --seeds 2 --no-write
@@ -46,7 +51,14 @@ DOC = ROOT / "docs" / "castor.md"
 CLUSTER = "uniform:16x8"
 BASE_JOBS = 240
 INTENSITIES = (0.5, 1.0, 1.5, 2.0, 4.0, 8.0)  # the paper sweeps 0.5x-2x; 4x and 8x are ours (see docs/castor.md)
-POLICIES = ("fifo", "sjf", "sjf-backfill", "ssf", "tiresias", "sjf-ffs", "castor", "castor-tree")
+POLICIES = ("fifo", "sjf", "sjf-backfill", "ssf", "tiresias", "sjf-ffs", "lucid", "pollux", "castor", "castor-tree")
+BASELINES = ("fifo", "sjf", "ssf", "tiresias", "sjf-ffs", "sjf-backfill", "lucid", "pollux")
+# variants of the two baselines (name, registered policy, params), run at ABLATION_JOBS
+VARIANTS = (("lucid", "lucid", {}), ("lucid any-scores", "lucid", {"max_score_sum": "4"}),
+            ("lucid always-pack", "lucid", {"pas_threshold": "0"}), ("pollux", "pollux", {}),
+            ("pollux noise_scale=1", "pollux", {"noise_scale": "1"}),
+            ("pollux max_batch_x=1", "pollux", {"max_batch_x": "1"}))  # fmt: skip
+ABLATION_JOBS = (240, 960)
 AMPLIFY = (1.0, 2.0, 4.0)  # the measured xi reach 2.25; the paper's reach 6 (§3.3)
 WINDOW_S = 8 * 3600.0
 MAX_GPU_HOURS = 1000.0
@@ -109,18 +121,33 @@ def run_amplified(args: tuple[str, int, int, str, float]) -> dict[str, Any]:
 
 def run_cell(args: tuple[str, int, int, str]) -> dict[str, Any]:
     profile, n, seed, policy = args
-    workload = section9_workload(profile, n, seed)
     name, params = policy, {}
     if policy in ("castor", "sjf-ffs", "castor-tree"):
         name = "sjf-ffs" if policy == "sjf-ffs" else "castor"
         params = {"lucid": str(LUCID), "predictor": "tree" if policy == "castor-tree" else "table"}
+    if policy == "lucid":
+        params = {"lucid": str(LUCID)}
+    return run_spec(profile, n, seed, policy, name, params)
+
+
+def run_variant(args: tuple[str, int, int, str, str, dict[str, str]]) -> dict[str, Any]:
+    profile, n, seed, label, name, params = args
+    return run_spec(profile, n, seed, label, name, {**params, "lucid": str(LUCID)} if name == "lucid" else params)
+
+
+def run_spec(profile: str, n: int, seed: int, label: str, name: str, params: dict[str, str]) -> dict[str, Any]:
+    workload = section9_workload(profile, n, seed)
     spec = RunSpec(WorkloadSpec(synthetic=profile, jobs=n, seed=seed), CLUSTER, name, seed=seed, params=params)
     s = simulate_run(spec, None, workload=workload)
     castor = s.get("castor") or {}
-    offered = float((workload.jobs["num_gpus"] * workload.jobs["duration_s"]).sum()) / (128 * WINDOW_S)
+    requested = float((workload.jobs["num_gpus"] * workload.jobs["duration_s"]).sum())
+    offered = requested / (128 * WINDOW_S)
     peak = peak_demand(workload)
+    lucid, pollux = s.get("lucid") or {}, s.get("pollux") or {}
     return {
-        "profile": profile, "jobs": n, "seed": seed, "policy": policy, "offered_load": offered, "peak_demand": peak,
+        "profile": profile, "jobs": n, "seed": seed, "policy": label, "offered_load": offered, "peak_demand": peak,
+        "gpu_h_per_work": s["gpu_seconds"] / requested, "packings": lucid.get("packings"),
+        "packing_rounds": lucid.get("packing_round_share"), "reallocations": pollux.get("reallocations"),
         "jct_h": s["jct_mean_s"] / 3600, "queue_h": s["queue_mean_s"] / 3600, "makespan_h": s["makespan_s"] / 3600,
         "alloc": s["gpu_alloc_rate_run"], "colocated_jobs": s["colocated_jobs"],
         "sharing_benefit": castor.get("sharing_benefit_mean"), "sharing_benefit_p50": castor.get("sharing_benefit_p50"),
@@ -133,6 +160,13 @@ def simulate(seeds: int, processes: int) -> pd.DataFrame:
              for pol in POLICIES]  # fmt: skip
     with ProcessPoolExecutor(processes) as pool:
         return pd.DataFrame(list(pool.map(run_cell, cells)))
+
+
+def variants(seeds: int, processes: int) -> pd.DataFrame:
+    cells = [(p, n, s, label, name, params) for p in PAPER for n in ABLATION_JOBS for s in range(seeds)
+             for label, name, params in VARIANTS]  # fmt: skip
+    with ProcessPoolExecutor(processes) as pool:
+        return pd.DataFrame(list(pool.map(run_variant, cells)))
 
 
 def amplified(seeds: int, processes: int) -> pd.DataFrame:
@@ -167,10 +201,11 @@ def _pct(ours: float, base: float) -> str:
     return f"{100 * (base - ours) / base:+.0f} %"
 
 
-def tables(runs: pd.DataFrame, rmse: pd.DataFrame, amp_runs: pd.DataFrame, seeds: int) -> str:
+def tables(runs: pd.DataFrame, rmse: pd.DataFrame, amp_runs: pd.DataFrame, var_runs: pd.DataFrame, seeds: int) -> str:
     mean = runs.groupby(["profile", "jobs", "policy"], sort=False).mean(numeric_only=True).reset_index()
     out = [f"Generated by `python benchmarks/castor_eval.py` ({seeds} seeds; hours; `alloc` = "
-           "`gpu_alloc_rate_run`, a shared GPU counted once).", ""]
+           "`gpu_alloc_rate_run`, a shared GPU counted once; `GPU-h/work` = GPU-hours held per GPU-hour of "
+           "work at the jobs' requested sizes: above 1 when a policy gives jobs more GPUs than they asked for).", ""]
     r = rmse.mean(numeric_only=True)
     out += ["**IR predictor (§6.4)**, held-out 20 % of the model pairs, mean over seeds:", "",
             "| | RMSE xi, job 0 | RMSE xi, job 1 | std of xi in the test set (job 0 / job 1) |", "|---|---|---|---|",
@@ -183,24 +218,27 @@ def tables(runs: pd.DataFrame, rmse: pd.DataFrame, amp_runs: pd.DataFrame, seeds
                 f"Offered load in the 8-hour window (GPU-hours submitted / (128 GPUs x 8 h)): "
                 f"{base['offered_load'].iloc[0]:.2f}; peak GPU demand if no job waited: "
                 f"{base['peak_demand'].iloc[0]:.2f} x the cluster.", "",
-                "| policy | JCT | queue | makespan | alloc | colocated jobs | accumulating | harmful (Thm 1) "
-                "| sharing benefit mean / p50 | paper JCT | paper queue |",
-                "|---|---|---|---|---|---|---|---|---|---|---|"]  # fmt: skip
+                "| policy | JCT | queue | makespan | alloc | GPU-h/work | colocated jobs | accumulating "
+                "| harmful (Thm 1) | sharing benefit mean / p50 | paper JCT | paper queue |",
+                "|---|---|---|---|---|---|---|---|---|---|---|---|"]  # fmt: skip
         for pol, row in base.iterrows():
             paper = PAPER[profile].get(pol)
             sb = "" if pd.isna(row.sharing_benefit) else f"{row.sharing_benefit:.1f} / {row.sharing_benefit_p50:.2f}"
             acc = "" if pd.isna(row.accumulating) else f"{row.accumulating:.1f}"
             harm = "" if pd.isna(row.harmful) else f"{row.harmful:.1f}"
             out.append(f"| {pol} | {row.jct_h:.2f} | {row.queue_h:.2f} | {row.makespan_h:.1f} | {row.alloc:.2f} | "
-                       f"{row.colocated_jobs:.1f} | {acc} | {harm} | {sb} | {paper[0] if paper else ''} | "
+                       f"{row.gpu_h_per_work:.2f} | {row.colocated_jobs:.1f} | {acc} | {harm} | {sb} | "
+                       f"{paper[0] if paper else ''} | "
                        f"{paper[1] if paper else ''} |")
         out += ["", "Castor's average-JCT reduction against each baseline:", "",
                 "| against | ours | paper |", "|---|---|---|"]
-        for pol in ("fifo", "sjf", "ssf", "tiresias", "sjf-ffs", "sjf-backfill"):
+        for pol in BASELINES:
             paper = PAPER[profile].get(pol)
             theirs = _pct(PAPER[profile]["castor"][0], paper[0]) if paper else "not given"
             if pol == "sjf-ffs":
                 theirs = "up to 20 % (abstract; Fig. 14: larger on Venus)"
+            if pol == "pollux" and not paper:
+                theirs = "not run (no gradient data, §9.1)"
             out.append(f"| {pol} | {_pct(base.loc['castor', 'jct_h'], base.loc[pol, 'jct_h'])} | {theirs} |")
         out.append("")
     out += ["**Intensity sweep (Fig. 16)**, average JCT (h); 0.5x-2x = 120-480 jobs in the same 8 hours "
@@ -214,6 +252,20 @@ def tables(runs: pd.DataFrame, rmse: pd.DataFrame, amp_runs: pd.DataFrame, seeds
                 "| peak demand | " + " | ".join(f"{load.peak_demand[n]:.2f}" for n in sub.columns) + " |"]  # fmt: skip
         out += [f"| {pol} | " + " | ".join(f"{v:.2f}" for v in row) + " |" for pol, row in sub.iterrows()]
         out.append("")
+    var = var_runs.groupby(["profile", "jobs", "policy"], sort=False).mean(numeric_only=True).reset_index()
+    out += ["**Lucid and Pollux, what drives them** (mean over seeds): Lucid as registered, with its compatibility "
+            "rule off (`max_score_sum=4`) and with packing always on (`pas_threshold=0`); Pollux as registered, "
+            "with little statistical efficiency at large batches (`noise_scale=1`) and without batch growth "
+            "(`max_batch_x=1`):", "",
+            "| workload | jobs | variant | JCT | queue | GPU-h/work | packings | packing rounds | reallocations |",
+            "|---|---|---|---|---|---|---|---|---|"]  # fmt: skip
+    for _, row in var.iterrows():
+        pk = "" if pd.isna(row.packings) else f"{row.packings:.1f}"
+        pr = "" if pd.isna(row.packing_rounds) else f"{row.packing_rounds:.2f}"
+        re_ = "" if pd.isna(row.reallocations) else f"{row.reallocations:.0f}"
+        out.append(f"| {row.profile} | {row.jobs} | {row.policy} | {row.jct_h:.2f} | {row.queue_h:.2f} | "
+                   f"{row.gpu_h_per_work:.2f} | {pk} | {pr} | {re_} |")
+    out.append("")
     amp = amp_runs.groupby(["jobs", "k", "policy"]).mean(numeric_only=True).reset_index()
     out += ["**Interference made stronger** (Venus-like; every measured xi replaced by 1 + k (xi - 1) for the rates "
             "and the decisions): average JCT (h), colocations and those Theorem 1 calls harmful:", "",
@@ -246,9 +298,10 @@ def main() -> None:
     rmse = predictor_rmse(args.seeds)
     runs = simulate(args.seeds, args.processes)
     amp_runs = amplified(args.seeds, args.processes)
+    var_runs = variants(args.seeds, args.processes)
     if args.csv:
         runs.to_csv(args.csv, index=False)
-    text = tables(runs, rmse, amp_runs, args.seeds)
+    text = tables(runs, rmse, amp_runs, var_runs, args.seeds)
     print(text)
     if not args.no_write:
         write(text)

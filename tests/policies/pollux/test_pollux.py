@@ -44,6 +44,9 @@ def test_batch_adaptation_by_hand() -> None:
     # fractional fair shares interpolate; no GPU, no goodput
     m = GoodputModel(FLAT, 100.0, 0.0, 3200.0, 400.0)
     assert best_at(m, 0.5) == pytest.approx(0.5 * best(m, 1).goodput) and best(m, 0).goodput == 0.0
+    # more GPUs than samples in the largest batch: no configuration; the fair share is capped there
+    small = GoodputModel(FLAT, 4.0, 0.0, 4.0, 400.0)
+    assert best(small, 5).goodput == 0.0 and best_at(small, 6.5) == best(small, 4).goodput > 0
 
 
 def test_speedup_and_reallocation_penalty_by_hand() -> None:

@@ -97,7 +97,9 @@ def best(model: GoodputModel, gpus: int) -> Config:
 
 def best_at(model: GoodputModel, gpus: float) -> float:
     """Best goodput at a possibly fractional GPU count: linear between whole counts (below one
-    GPU, a share of one GPU's), for the fair-share baseline of the speedup (§4.2)."""
+    GPU, a share of one GPU's), for the fair-share baseline of the speedup (§4.2). A count
+    above ``max_batch`` (less than one sample per GPU) counts as ``max_batch`` GPUs."""
+    gpus = min(gpus, math.floor(model.max_batch))
     low = math.floor(gpus)
     g_low = best(model, low).goodput if low >= 1 else 0.0
     if gpus == low:

@@ -233,7 +233,7 @@ class Pollux(Policy):
                 and (ctx.active[i].state != RUNNING or k > ctx.active[i].held_gpus)]  # fmt: skip
         for job in sorted(grow, key=lambda j: (-target[j.idx], j.submit, j.idx)):
             alloc = self._placed(ctx, job, target[job.idx])
-            if alloc:
+            if alloc and (job.state != RUNNING or sum(c for _, c in alloc) > job.held_gpus):
                 self._resize(ctx, job, alloc)
 
     def _resize(self, ctx: Context, job: Job, alloc: list[tuple[int, int]]) -> None:

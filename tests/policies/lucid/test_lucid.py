@@ -71,7 +71,8 @@ def test_a_newcomer_longer_than_twice_the_partner_is_not_packed() -> None:
 
 
 def test_a_pair_that_does_not_fit_in_memory_is_not_packed() -> None:
-    need = memory_mib(CATALOGUE[HOST], assign("host", 0, HOST)[1]) + memory_mib(CATALOGUE[NEW], assign("new", 0, NEW)[1])
+    host, new = assign("host", 0, HOST)[1], assign("new", 0, NEW)[1]
+    need = memory_mib(CATALOGUE[HOST], host) + memory_mib(CATALOGUE[NEW], new)
     assert run(0, 0, mem_mib=need)[0].loc["new", "first_start_s"] == pytest.approx(10.0)
     assert run(0, 0, mem_mib=need - 1)[0].loc["new", "first_start_s"] == pytest.approx(1000.0)
 

@@ -8,8 +8,10 @@ from __future__ import annotations
 import itertools
 import math
 
+import numpy as np
 import pandas as pd
 import pytest
+from simkit import check_state
 
 from schedlab.cluster.presets import uniform
 from schedlab.experiments.run import RunSpec, WorkloadSpec, simulate_run
@@ -131,3 +133,30 @@ def test_registered_pollux_runs_on_the_section9_cluster() -> None:
     spec = RunSpec(WorkloadSpec(synthetic="philly", jobs=150, seed=2), "uniform:16x8", "pollux", seed=2)
     s = simulate_run(spec, None)
     assert s["finished"] == 150 and s["pollux"]["rounds"] > 0 and s["pollux"]["reallocations"] > 0
+
+
+class CheckedPollux(Pollux):
+    """Pollux with the cluster state recomputed from the running jobs after every round."""
+
+    def schedule(self, ctx) -> None:
+        super().schedule(ctx)
+        check_state(ctx)
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_random_workloads_keep_the_engine_invariants(seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    n = 25
+    frame = pd.DataFrame({"job_id": [f"j{i}" for i in range(n)], "submit_s": np.sort(rng.uniform(0, 3000, n)),
+                          "num_gpus": rng.choice([1, 2, 4, 8, 16], n), "duration_s": rng.uniform(60, 4000, n)})
+    workload = Workload(canonical_frame(frame, source="pollux-rand"), "pollux-rand")
+    config = SimConfig(checkpoint_s=5.0, restore_s=15.0)
+    result = Simulation(workload, uniform(3, 8), CheckedPollux(seed=seed), config=config, seed=seed).run()
+    jobs = result.jobs
+    assert jobs["finished"].all()
+    close = {"rtol": 1e-9, "atol": 1e-6}
+    np.testing.assert_allclose(jobs["work_done_s"], jobs["duration_s"], rtol=1e-6)  # pauses lose nothing
+    np.testing.assert_allclose(jobs["queue_s"] + jobs["run_s"], jobs["end_s"] - jobs["submit_s"], **close)
+    assert (jobs["gpu_seconds"] <= 24 * jobs["run_s"] + 1e-6).all()
+    ts = result.timeseries
+    assert (ts["gpus_busy"] <= ts["gpus_total"] + 1e-9).all()

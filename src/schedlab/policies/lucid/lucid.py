@@ -139,7 +139,10 @@ class Lucid(Policy):
         self.perf.settings.pop(job.idx, None)
 
     def packing_on(self, now: float) -> bool:
-        """Prescient Adaptive Sharing with a persistence forecast (module docstring)."""
+        """Prescient Adaptive Sharing with a persistence forecast (module docstring); a
+        threshold of 0 packs always."""
+        if self.pas_threshold == 0:
+            return True
         while self.recent and self.recent[0] <= now - self.pas_window_s:
             self.recent.popleft()
         forecast = len(self.recent) * BIN_S / self.pas_window_s

@@ -103,9 +103,9 @@ def test_prescient_adaptive_sharing_turns_packing_off_when_few_jobs_arrive() -> 
     jobs, policy = run(0, 0, pas=0.5)
     assert jobs.loc["new", "first_start_s"] == pytest.approx(1000.0)
     assert policy.packing_rounds == 0
-    # threshold 0 packs in every round, also long after the last submission (the new job at 4000 s)
-    _, policy = run(0, 0, pas=0.0, rows=[("host", 0.0, 1, 9000.0, HOST), ("new", 4000.0, 1, 100.0, NEW)])
-    assert policy.packing_rounds == policy.rounds and len(policy.packings) == 1
+    # threshold 0 packs always, also with no submission in the window
+    always = Lucid(Consolidate(), truth=ConstantXi(), scores={}, pas_threshold=0.0)
+    assert always.packing_on(1e9) and not Lucid(Consolidate(), truth=ConstantXi(), scores={}).packing_on(1e9)
 
 
 def test_packing_off_blocks_at_the_queue_head() -> None:

@@ -9,13 +9,19 @@ profile; jobs above 1,000 GPU-hours, Pollux's largest job class, or above 64 GPU
 submitted uniformly at random over 8 hours (Pollux's busiest-8-hours window). Every policy
 runs on the same jobs; each cell is the mean over ``--seeds`` seeds. ``castor`` and
 ``sjf-ffs`` use the measured xi of Lucid's ``colocate_info.csv`` for the rates and (castor)
-its decisions; ``castor-tree`` decides with the regression tree instead (Fig. 13). Two
-measurements explain where directions differ from the paper: each workload's peak GPU demand
-had no job waited, and a run of castor and sjf-ffs with every measured xi amplified to
-``1 + k (xi - 1)`` (the paper's xi reach 6, Lucid's 2.25), counting sjf-ffs's colocations that
-Theorem 1 calls harmful.
+its decisions; ``castor-tree`` decides with the regression tree instead (Fig. 13). ``lucid``
+packs by the sharing scores of Lucid's ``single_data.csv`` at the same measured rates;
+``pollux`` reallocates GPUs elastically on the goodput model. Measurements that explain where
+directions differ from the paper: each workload's peak GPU demand had no job waited; a run of
+castor and sjf-ffs with every measured xi amplified to ``1 + k (xi - 1)`` (the paper's xi reach
+6, Lucid's 2.25), counting sjf-ffs's colocations that Theorem 1 calls harmful; Lucid with its
+compatibility rule switched off (``max_score_sum=4``) and with packing always on; Pollux with
+little statistical efficiency (``noise_scale=1``) and without batch growth
+(``max_batch_x=1``), and the GPU-hours each policy held per GPU-hour of work at the jobs'
+requested sizes.
 
     python benchmarks/castor_eval.py                  # everything, rewrites docs/castor.md's tables
+    python benchmarks/castor_eval.py --part baselines # only the Lucid/Pollux block (castor, lucid, pollux)
     python benchmarks/castor_eval.py --seeds 2 --no-write
 """
 
@@ -47,6 +53,13 @@ CLUSTER = "uniform:16x8"
 BASE_JOBS = 240
 INTENSITIES = (0.5, 1.0, 1.5, 2.0, 4.0, 8.0)  # the paper sweeps 0.5x-2x; 4x and 8x are ours (see docs/castor.md)
 POLICIES = ("fifo", "sjf", "sjf-backfill", "ssf", "tiresias", "sjf-ffs", "castor", "castor-tree")
+ELASTIC_AND_PACKING = ("castor", "lucid", "pollux")  # the Lucid/Pollux block: castor again beside them
+# variants of the two baselines (name, registered policy, params), run at ABLATION_JOBS
+VARIANTS = (("lucid", "lucid", {}), ("lucid any-scores", "lucid", {"max_score_sum": "4"}),
+            ("lucid always-pack", "lucid", {"pas_threshold": "0"}),
+            ("pollux noise_scale=1", "pollux", {"noise_scale": "1"}),
+            ("pollux max_batch_x=1", "pollux", {"max_batch_x": "1"}))  # fmt: skip
+ABLATION_JOBS = (240, 960)
 AMPLIFY = (1.0, 2.0, 4.0)  # the measured xi reach 2.25; the paper's reach 6 (§3.3)
 WINDOW_S = 8 * 3600.0
 MAX_GPU_HOURS = 1000.0
@@ -109,18 +122,33 @@ def run_amplified(args: tuple[str, int, int, str, float]) -> dict[str, Any]:
 
 def run_cell(args: tuple[str, int, int, str]) -> dict[str, Any]:
     profile, n, seed, policy = args
-    workload = section9_workload(profile, n, seed)
     name, params = policy, {}
     if policy in ("castor", "sjf-ffs", "castor-tree"):
         name = "sjf-ffs" if policy == "sjf-ffs" else "castor"
         params = {"lucid": str(LUCID), "predictor": "tree" if policy == "castor-tree" else "table"}
+    if policy == "lucid":
+        params = {"lucid": str(LUCID)}
+    return run_spec(profile, n, seed, policy, name, params)
+
+
+def run_variant(args: tuple[str, int, int, str, str, dict[str, str]]) -> dict[str, Any]:
+    profile, n, seed, label, name, params = args
+    return run_spec(profile, n, seed, label, name, {**params, "lucid": str(LUCID)} if name == "lucid" else params)
+
+
+def run_spec(profile: str, n: int, seed: int, label: str, name: str, params: dict[str, str]) -> dict[str, Any]:
+    workload = section9_workload(profile, n, seed)
     spec = RunSpec(WorkloadSpec(synthetic=profile, jobs=n, seed=seed), CLUSTER, name, seed=seed, params=params)
     s = simulate_run(spec, None, workload=workload)
     castor = s.get("castor") or {}
-    offered = float((workload.jobs["num_gpus"] * workload.jobs["duration_s"]).sum()) / (128 * WINDOW_S)
+    requested = float((workload.jobs["num_gpus"] * workload.jobs["duration_s"]).sum())
+    offered = requested / (128 * WINDOW_S)
     peak = peak_demand(workload)
+    lucid, pollux = s.get("lucid") or {}, s.get("pollux") or {}
     return {
-        "profile": profile, "jobs": n, "seed": seed, "policy": policy, "offered_load": offered, "peak_demand": peak,
+        "profile": profile, "jobs": n, "seed": seed, "policy": label, "offered_load": offered, "peak_demand": peak,
+        "gpu_h_per_work": s["gpu_seconds"] / requested, "packings": lucid.get("packings"),
+        "packing_rounds": lucid.get("packing_round_share"), "reallocations": pollux.get("reallocations"),
         "jct_h": s["jct_mean_s"] / 3600, "queue_h": s["queue_mean_s"] / 3600, "makespan_h": s["makespan_s"] / 3600,
         "alloc": s["gpu_alloc_rate_run"], "colocated_jobs": s["colocated_jobs"],
         "sharing_benefit": castor.get("sharing_benefit_mean"), "sharing_benefit_p50": castor.get("sharing_benefit_p50"),
@@ -128,11 +156,18 @@ def run_cell(args: tuple[str, int, int, str]) -> dict[str, Any]:
     }  # fmt: skip
 
 
-def simulate(seeds: int, processes: int) -> pd.DataFrame:
+def simulate(seeds: int, processes: int, policies: tuple[str, ...]) -> pd.DataFrame:
     cells = [(p, round(BASE_JOBS * k), s, pol) for p in PAPER for k in INTENSITIES for s in range(seeds)
-             for pol in POLICIES]  # fmt: skip
+             for pol in policies]  # fmt: skip
     with ProcessPoolExecutor(processes) as pool:
         return pd.DataFrame(list(pool.map(run_cell, cells)))
+
+
+def variants(seeds: int, processes: int) -> pd.DataFrame:
+    cells = [(p, n, s, label, name, params) for p in PAPER for n in ABLATION_JOBS for s in range(seeds)
+             for label, name, params in VARIANTS]  # fmt: skip
+    with ProcessPoolExecutor(processes) as pool:
+        return pd.DataFrame(list(pool.map(run_variant, cells)))
 
 
 def amplified(seeds: int, processes: int) -> pd.DataFrame:
@@ -168,6 +203,7 @@ def _pct(ours: float, base: float) -> str:
 
 
 def tables(runs: pd.DataFrame, rmse: pd.DataFrame, amp_runs: pd.DataFrame, seeds: int) -> str:
+    runs = runs[runs.policy.isin(POLICIES)]
     mean = runs.groupby(["profile", "jobs", "policy"], sort=False).mean(numeric_only=True).reset_index()
     out = [f"Generated by `python benchmarks/castor_eval.py` ({seeds} seeds; hours; `alloc` = "
            "`gpu_alloc_rate_run`, a shared GPU counted once).", ""]
@@ -227,9 +263,69 @@ def tables(runs: pd.DataFrame, rmse: pd.DataFrame, amp_runs: pd.DataFrame, seeds
     return "\n".join(out)
 
 
-def write(text: str) -> None:
+def baseline_tables(runs: pd.DataFrame, var_runs: pd.DataFrame, seeds: int) -> str:
+    """The Lucid/Pollux block: castor, lucid and pollux on the same cells, and their variants."""
+    runs = runs[runs.policy.isin(ELASTIC_AND_PACKING)]
+    mean = runs.groupby(["profile", "jobs", "policy"], sort=False).mean(numeric_only=True).reset_index()
+    out = [f"Generated by `python benchmarks/castor_eval.py --part baselines --seeds {seeds}` (seeds 0-{seeds - 1}; "
+           "hours; the jobs of the tables above, whose seeds 0-2 are averaged there, so castor's rows equal them "
+           "when the seeds do; `GPU-h/work` = GPU-hours held per GPU-hour of work at the jobs' requested sizes, "
+           "above 1 when a policy gives jobs more GPUs than they asked for).", ""]  # fmt: skip
+    for profile in PAPER:
+        base = mean[(mean.profile == profile) & (mean.jobs == BASE_JOBS)].set_index("policy")
+        out += [f"**{profile.capitalize()}-like, {BASE_JOBS} jobs** (Table {5 if profile == 'philly' else 6}):", "",
+                "| policy | JCT | queue | makespan | alloc | GPU-h/work | colocated jobs | packings | reallocations "
+                "| paper JCT | paper queue |", "|---|---|---|---|---|---|---|---|---|---|---|"]  # fmt: skip
+        for pol in ELASTIC_AND_PACKING:
+            row, paper = base.loc[pol], PAPER[profile].get(pol)
+            pk = "" if pd.isna(row.packings) else f"{row.packings:.1f}"
+            re_ = "" if pd.isna(row.reallocations) else f"{row.reallocations:.0f}"
+            out.append(f"| {pol} | {row.jct_h:.2f} | {row.queue_h:.2f} | {row.makespan_h:.1f} | {row.alloc:.2f} | "
+                       f"{row.gpu_h_per_work:.2f} | {row.colocated_jobs:.1f} | {pk} | {re_} | "
+                       f"{paper[0] if paper else 'not run'} | {paper[1] if paper else 'not run'} |")
+        out += ["", "Castor's reduction against Lucid and Pollux (average JCT; queueing):", "",
+                "| against | ours JCT | paper JCT | ours queue | paper queue |", "|---|---|---|---|---|"]
+        for pol in ("lucid", "pollux"):
+            paper, c = PAPER[profile].get(pol), base.loc["castor"]
+            jct = _pct(PAPER[profile]["castor"][0], paper[0]) if paper else "not run (no gradient data, §9.1)"
+            queue = _pct(PAPER[profile]["castor"][1], paper[1]) if paper else "not run"
+            q = "n/a (both 0)" if base.loc[pol, "queue_h"] == 0 else _pct(c.queue_h, base.loc[pol, "queue_h"])
+            out.append(f"| {pol} | {_pct(c.jct_h, base.loc[pol, 'jct_h'])} | {jct} | {q} | {queue} |")
+        out.append("")
+    out += ["**Intensity sweep (Fig. 16)**, average JCT (h), the same cells as above:", ""]
+    for profile in PAPER:
+        sub = mean[mean.profile == profile].pivot(index="policy", columns="jobs", values="jct_h")
+        sub = sub.loc[list(ELASTIC_AND_PACKING)]
+        out += [f"| {profile} | " + " | ".join(f"{n} jobs" for n in sub.columns) + " |",
+                "|---|" + "---|" * len(sub.columns)]  # fmt: skip
+        out += [f"| {pol} | " + " | ".join(f"{v:.2f}" for v in row) + " |" for pol, row in sub.iterrows()]
+        gpu = mean[(mean.profile == profile) & (mean.policy == "pollux")].set_index("jobs").gpu_h_per_work
+        out += ["| pollux GPU-h/work | " + " | ".join(f"{gpu[n]:.2f}" for n in sub.columns) + " |", ""]
+    var_runs = pd.concat([var_runs, runs[runs.jobs.isin(ABLATION_JOBS) & runs.policy.isin(["lucid", "pollux"])]])
+    var = var_runs.groupby(["profile", "jobs", "policy"], sort=False).mean(numeric_only=True).reset_index()
+    order = ["lucid", *(v[0] for v in VARIANTS if v[1] == "lucid" and v[0] != "lucid"), "pollux",
+             *(v[0] for v in VARIANTS if v[1] == "pollux")]  # fmt: skip
+    var = var.sort_values(["profile", "jobs", "policy"], key=lambda c: c.map(order.index) if c.name == "policy" else
+                          (c.map(list(PAPER).index) if c.name == "profile" else c))  # fmt: skip
+    out += ["**Lucid and Pollux, what drives them** (mean over seeds): Lucid as registered, with its compatibility "
+            "rule off (`max_score_sum=4`) and with packing always on (`pas_threshold=0`); Pollux as registered, "
+            "with little statistical efficiency at large batches (`noise_scale=1`) and without batch growth "
+            "(`max_batch_x=1`):", "",
+            "| workload | jobs | variant | JCT | queue | GPU-h/work | packings | packing rounds | reallocations |",
+            "|---|---|---|---|---|---|---|---|---|"]  # fmt: skip
+    for _, row in var.iterrows():
+        pk = "" if pd.isna(row.packings) else f"{row.packings:.1f}"
+        pr = "" if pd.isna(row.packing_rounds) else f"{row.packing_rounds:.2f}"
+        re_ = "" if pd.isna(row.reallocations) else f"{row.reallocations:.0f}"
+        out.append(f"| {row.profile} | {row.jobs} | {row.policy} | {row.jct_h:.2f} | {row.queue_h:.2f} | "
+                   f"{row.gpu_h_per_work:.2f} | {pk} | {pr} | {re_} |")
+    out.append("")
+    return "\n".join(out)
+
+
+def write(text: str, marker: str = "castor_eval") -> None:
     doc = DOC.read_text()
-    begin, end = "<!-- castor_eval:begin -->", "<!-- castor_eval:end -->"
+    begin, end = f"<!-- {marker}:begin -->", f"<!-- {marker}:end -->"
     pattern = re.compile(re.escape(begin) + ".*?" + re.escape(end), re.S)
     if not pattern.search(doc):
         raise SystemExit(f"{DOC}: markers {begin} ... {end} not found")
@@ -242,16 +338,22 @@ def main() -> None:
     ap.add_argument("--processes", type=int, default=2)
     ap.add_argument("--no-write", action="store_true", help="print the tables, leave docs/castor.md alone")
     ap.add_argument("--csv", type=Path, help="also write every run's row here")
+    ap.add_argument("--part", choices=("all", "baselines"), default="all",
+                    help="baselines: only the Lucid/Pollux block (castor, lucid, pollux and their variants)")
     args = ap.parse_args()
-    rmse = predictor_rmse(args.seeds)
-    runs = simulate(args.seeds, args.processes)
-    amp_runs = amplified(args.seeds, args.processes)
+    everything = args.part == "all"
+    runs = simulate(args.seeds, args.processes, (*POLICIES, "lucid", "pollux") if everything else ELASTIC_AND_PACKING)
+    var_runs = variants(args.seeds, args.processes)
     if args.csv:
-        runs.to_csv(args.csv, index=False)
-    text = tables(runs, rmse, amp_runs, args.seeds)
-    print(text)
-    if not args.no_write:
-        write(text)
+        pd.concat([runs, var_runs]).to_csv(args.csv, index=False)
+    blocks = [("castor_baselines", baseline_tables(runs, var_runs, args.seeds))]
+    if everything:
+        text = tables(runs, predictor_rmse(args.seeds), amplified(args.seeds, args.processes), args.seeds)
+        blocks.insert(0, ("castor_eval", text))
+    for marker, text in blocks:
+        print(text)
+        if not args.no_write:
+            write(text, marker)
 
 
 if __name__ == "__main__":

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import tempfile
 from pathlib import Path
 
 import pandas as pd
@@ -59,6 +60,18 @@ def test_compare_runs_policies_in_processes_and_reports(tmp_path: Path) -> None:
     report = runner.invoke(app, ["report", str(out)])
     assert report.exit_code == 0, report.output
     assert (out / "jct_cdf.png").stat().st_size > 1000
+
+
+def test_compare_without_out_shows_the_comparison_and_keeps_nothing(tmp_path: Path, monkeypatch) -> None:
+    # the Castor issue's command, as written (no --out), with its colocation and elastic baselines
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    args = ["compare", "--synthetic", "philly", "--jobs", "60", "--cluster", "uniform:16x8", "-p", "castor",
+            "-p", "sjf", "-p", "sjf-ffs", "-p", "lucid", "-p", "pollux", "-p", "tiresias", "-p", "fifo", "-j", "1",
+            "--no-progress"]  # fmt: skip
+    result = runner.invoke(app, args)
+    assert result.exit_code == 0, result.output
+    assert "lucid" in result.output and "pollux" in result.output and "JCT mean" in result.output
+    assert list(tmp_path.iterdir()) == []
 
 
 def test_traces_inspect_reports_what_was_read_and_skipped(tmp_path: Path) -> None:

@@ -7,6 +7,7 @@ import inspect
 import os
 import subprocess
 import sys
+import tempfile
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -333,8 +334,8 @@ def simulate(
 @_with_run_options
 def compare(
     ctx: typer.Context,
-    out: Annotated[Path, typer.Option("--out", "-o", help="Output directory, one subfolder per policy (refused if a run is there, unless --force).")],
     policy: Annotated[list[str], typer.Option("--policy", "-p", help="A policy; repeat for several.")],
+    out: Annotated[Optional[Path], typer.Option("--out", "-o", help="Output directory, one subfolder per policy (refused if a run is there, unless --force); without it the runs go to a temporary folder and only the comparison is shown.")] = None,
     processes: Annotated[int, typer.Option("--processes", "-j", min=0, help="Worker processes (default: cores).")] = 0,
     force: ForceOpt = False,
     progress: ProgressOpt = True,
@@ -343,7 +344,8 @@ def compare(
     """Run several policies on the same workload and cluster, in parallel processes.
 
     Shows one progress bar per policy and a line for each as it finishes, then the comparison.
-    Writes DIR/<policy>/ (as simulate does), DIR/comparison.csv and DIR/run.json.
+    Writes DIR/<policy>/ (as simulate does), DIR/comparison.csv and DIR/run.json; without
+    --out nothing is kept.
 
     Example:
 
@@ -354,19 +356,22 @@ def compare(
     from schedlab.metrics import comparison_frame, comparison_table
     from schedlab.policies.registry import POLICIES
 
-    check_out(out, force=force)
-    check_names(policy, run.workload.synthetic)
-    specs = [run.spec(p) for p in policy]
-    specs[0].cluster_name()
-    for spec in specs:
-        POLICIES[spec.policy].parse(spec.params)
-    with _run_dir(ctx, out, force, settings=specs) as stage, RunBars(policy, enabled=progress) as bars:
-        summaries = compare_runs(specs, stage, processes=processes or os.cpu_count() or 1,
-                                 on_progress=bars.update, on_done=lambda i, s: bars.done(i, _run_line(s)))  # fmt: skip
-        frame = comparison_frame(summaries)
-        frame.to_csv(stage / "comparison.csv", index=False)
+    with tempfile.TemporaryDirectory(prefix="schedlab-compare-") as scratch:
+        target = out if out is not None else Path(scratch) / "compare"
+        check_out(target, force=force)
+        check_names(policy, run.workload.synthetic)
+        specs = [run.spec(p) for p in policy]
+        specs[0].cluster_name()
+        for spec in specs:
+            POLICIES[spec.policy].parse(spec.params)
+        with _run_dir(ctx, target, force, settings=specs) as stage, RunBars(policy, enabled=progress) as bars:
+            summaries = compare_runs(specs, stage, processes=processes or os.cpu_count() or 1,
+                                     on_progress=bars.update, on_done=lambda i, s: bars.done(i, _run_line(s)))  # fmt: skip
+            frame = comparison_frame(summaries)
+            frame.to_csv(stage / "comparison.csv", index=False)
     console.print(comparison_table(frame))
-    console.print(f"results in [bold]{out}[/]  (draw plots: schedlab report {out})")
+    if out is not None:
+        console.print(f"results in [bold]{out}[/]  (draw plots: schedlab report {out})")
 
 
 @app.command()

@@ -328,3 +328,36 @@ def test_bad_configs_are_rejected() -> None:
         SimConfig(checkpoint_interval_s=0)
     with pytest.raises(ConfigError, match="perf factors"):
         Simulation(workload([job("a", 0, 1, 1.0)]), cluster([1]), Scripted({}), config=SimConfig(cross_node_factor=0))
+
+
+def test_resize_starts_and_restarts_a_job_on_any_gpu_count() -> None:
+    seen: dict[str, object] = {}
+
+    def grow(ctx: Simulation, jobs: dict) -> None:
+        ctx.resize(jobs["a"], [(0, 2), (1, 2)])  # reuses its own GPUs on node 0
+        check_state(ctx)
+        seen["free"], seen["held"] = list(ctx.state.free), jobs["a"].held_gpus
+
+    script = {0.0: lambda ctx, jobs: ctx.resize(jobs["a"], [(0, 1)]), 50.0: grow}
+    cfg = SimConfig(checkpoint_s=10, restore_s=30)
+    out = by_id(simulate([job("a", 0, 2, 200.0)], cluster([2, 2]), Scripted(script), cfg)).loc["a"]
+    assert seen == {"free": [0, 0], "held": 4}
+    # the base perf model's rate does not depend on the GPU count: 50 s of work, a 40 s stall, 150 s
+    assert out.first_start_s == 0.0 and out.end_s == pytest.approx(50.0 + 40.0 + 150.0)
+    assert out.migrations == 1 and out.lost_work_s == 0.0
+    assert out.gpu_seconds == pytest.approx(1 * 50.0 + 4 * 190.0)  # held GPUs, stall included
+
+
+def test_resize_refuses_a_colocated_or_fractional_job_and_an_overfull_node() -> None:
+    def bad_share(ctx: Simulation, jobs: dict) -> None:
+        ctx.start(jobs["a"], [(0, 1)])
+        ctx.colocate(jobs["b"], jobs["a"])
+        ctx.resize(jobs["b"], [(1, 1)])
+
+    with pytest.raises(ActionError, match="runs alone"):
+        simulate([job("a", 0, 1, 10.0), job("b", 0, 1, 10.0)], cluster([1, 1], max_jobs_per_gpu=2),
+                 Scripted({0.0: bad_share}))  # fmt: skip
+    with pytest.raises(ActionError, match="runs alone"):
+        simulate([job("f", 0, 0.5, 10.0)], cluster([1]), Scripted({0.0: lambda c, j: c.resize(j["f"], [(0, 1)])}))
+    with pytest.raises(ActionError, match="has 2 free GPUs, asked for 3"):
+        simulate([job("a", 0, 1, 10.0)], cluster([2]), Scripted({0.0: lambda c, j: c.resize(j["a"], [(0, 3)])}))

@@ -30,7 +30,9 @@ from schedlab.policies.hetero.gavel import Gavel, GavelParams
 from schedlab.policies.hetero.hadar import Hadar, HadarParams
 from schedlab.policies.hetero.hadare import HadarE, HadarEParams
 from schedlab.policies.migration.defrag import DefragParams, defrag_build
+from schedlab.policies.lucid.build import LucidParams, build_lucid
 from schedlab.policies.params import as_dict, parse
+from schedlab.policies.pollux.build import PolluxParams, build_pollux
 from schedlab.policies.spot.chronus import Chronus, ChronusConfig
 from schedlab.policies.spot.fgd import FGD, FgdParams
 from schedlab.policies.spot.lyra import Lyra
@@ -171,6 +173,10 @@ POLICIES: dict[str, PolicyInfo] = {
                    "consolidate", castor_builder("ffs"), CastorParams),
         PolicyInfo("ssf", "shortest GPU service (GPUs x duration) first; non-preemptive; blocks at the head",
                    "consolidate", _plain(ssf)),
+        PolicyInfo("lucid", "estimated-GPU-time order with affine-pair packing by sharing score (Lucid, ASPLOS'23)",
+                   "consolidate", build_lucid, LucidParams),
+        PolicyInfo("pollux", "goodput-driven elastic GPU reallocation every 60 s with batch-size adaptation "
+                   "(Pollux, OSDI'21); own placement", "consolidate", build_pollux, PolluxParams),
     )
 }  # fmt: skip
 # Defragmentation by migration (policies/migration/defrag.py) around the parameterless queue policies.

@@ -368,7 +368,7 @@ class Simulation:
         job.restart_cost += overhead_s
         self._begin_run(job)
 
-    def _validated(self, job: Job, alloc) -> list[tuple[int, int]]:
+    def _validated(self, job: Job, alloc, *, elastic: bool = False) -> list[tuple[int, int]]:
         s = self.state
         if not alloc:
             raise self._reject(job, "empty allocation")
@@ -401,7 +401,7 @@ class Simulation:
         if job.fractional:
             if len(alloc) != 1 or total != 1:
                 raise self._reject(job, "a fractional job takes exactly one GPU slot: [(node, 1)]")
-        elif total != job.num_gpus:
+        elif total != job.num_gpus and not elastic:
             raise self._reject(job, f"allocation has {total} GPUs, the job needs {job.num_gpus:g} (all or nothing)")
         return list(alloc)
 
@@ -539,6 +539,34 @@ class Simulation:
         self._charge(job, cost)
         job.migration_s += cost.stall_s
         job.migrations += 1
+        self._claim(job, checked)
+        self._begin_run(job)
+
+    def resize(self, job: Job, alloc: list[tuple[int, int]]) -> None:
+        """Give a whole-GPU job an allocation of any size (elastic training, as Pollux does): a
+        pending job starts on it; a running one is checkpointed and restarted on it (no work is
+        lost; it stalls ``checkpoint_s + restore_s``, counted in ``migrations``), and the new
+        allocation may reuse its own GPUs. The job then holds the allocation's GPUs
+        (``held_gpus``) and runs at the perf model's rate on it."""
+        if job.fractional or job.colocated or job.copies:
+            raise self._reject(job, "only a whole-GPU job that runs alone and unforked can be resized")
+        if job.state == PENDING:
+            checked = self._validated(job, alloc, elastic=True)
+            job.elastic = True
+            self._claim(job, checked)
+            self.pending_count -= 1
+            job.queue_s += self.now - job.queued_since
+            if job.first_start != job.first_start:
+                job.first_start = self.now
+            self._begin_run(job)
+            return
+        self._running_or_fail(job, "resize")
+        self._stop_run(job)
+        checked = self._validated(job, alloc, elastic=True)  # a failure here aborts the run
+        job.saved_progress = job.work - job.remaining
+        job.migrations += 1
+        job.restart_cost = self.config.checkpoint_s + self.config.restore_s
+        job.elastic = True
         self._claim(job, checked)
         self._begin_run(job)
 

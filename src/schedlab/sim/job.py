@@ -30,7 +30,7 @@ class Job:
         "state", "alloc", "milli", "rate", "remaining", "last_update", "stall_until", "restart_cost", "version",
         "first_start", "end", "queue_s", "queued_since", "run_s", "served_s", "run_since", "preemptions",
         "migrations", "lost_work", "gpu_seconds", "work_done", "saved_progress", "colocated", "shared_s", "shared_since",
-        "copies", "mem_gib", "pause_s", "restore_s", "migration_s", "data",
+        "copies", "elastic", "mem_gib", "pause_s", "restore_s", "migration_s", "data",
     )  # fmt: skip
 
     def __init__(
@@ -95,6 +95,7 @@ class Job:
         self.pause_s = 0.0  # checkpoint saves of its pauses
         self.restore_s = 0.0  # restores and restarts after its pauses and evictions
         self.migration_s = 0.0  # stalls of its migrations
+        self.elastic = False  # resized at least once (Simulation.resize): it holds its allocation's GPUs
         self.data: object = None
 
     @property
@@ -103,8 +104,8 @@ class Job:
 
     @property
     def held_gpus(self) -> float:
-        """GPUs the job holds: its request, or every copy's GPUs when it runs forked."""
-        return sum(len(g) for _, g in self.alloc) if self.copies else self.num_gpus
+        """GPUs the job holds: its request, or its allocation's GPUs when it runs forked or resized."""
+        return sum(len(g) for _, g in self.alloc) if self.copies or self.elastic else self.num_gpus
 
     @property
     def nodes(self) -> tuple[int, ...]:

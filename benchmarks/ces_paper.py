@@ -20,7 +20,9 @@ Every setting is the ``schedlab ces`` default (the paper's; docs/helios-ces.md l
 from __future__ import annotations
 
 import argparse
+import pickle
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -28,7 +30,8 @@ import pandas as pd
 
 from schedlab.energy.ces import CESConfig
 from schedlab.experiments.ces_forecast import REPORT_LEADS, score_table, wins
-from schedlab.experiments.ces_replay import VC_FILE, load_node_series, replay_pool
+from schedlab.energy.report import table5
+from schedlab.experiments.ces_replay import VC_FILE, load_node_series, replay, replay_pool
 
 ROOT = Path(__file__).resolve().parents[1]
 DOC = ROOT / "docs" / "helios-ces.md"
@@ -82,9 +85,15 @@ def merged(blocks: list[dict]) -> dict:
 def run(frames: dict[str, pd.DataFrame], test_days: float):
     plan, blocks, powered, windows = replay_pool(frames, config=CESConfig(), seed=SEED, test_days=test_days,
                                                  val_days=7.0)  # fmt: skip
-    for name, by in blocks.items():  # pooled-utilisation inputs for merged()
+    for name, by in blocks.items():
         w = windows[name]
-        for label, block in by.items():
+        # the previous definition of vanilla DRS, for comparison: CES's buffer kept
+        cfg = replace(CESConfig(**by["ces"]["config"]), use_forecast=False)
+        kept = replay(w, None, cfg)
+        by["drs_buffer"] = table5(w["active"].to_numpy(), kept.powered, w["total"].to_numpy(),
+                                  step_s=(w.index[1] - w.index[0]).total_seconds(), wakeups=kept.wakeups, jobs_delayed=kept.shortfall_episodes, config=cfg)  # fmt: skip
+        powered[name]["drs_buffer"] = kept.powered
+        for label, block in by.items():  # pooled-utilisation inputs for merged()
             block.update(busy_mean=float(np.minimum(w["active"], powered[name][label]).mean()),
                          total_mean=float(w["total"].mean()), powered_mean=float(powered[name][label].mean()))  # fmt: skip
     return plan, blocks
@@ -109,7 +118,7 @@ def forecast_section(plans: dict[str, object]) -> str:
         seasonal = int(np.sum(rows["smape_gbdt"] < rows["smape_seasonal"] - 1e-9))
         summary.append(f"| {LEAD_NAMES[lead]} | {won} of {n} | {seasonal} of {n} |")
     fallback = sorted(label(k) for k, v in chosen.items() if v != "gbdt")
-    note = [f"", f"CES uses GBDT on {sum(v == 'gbdt' for v in chosen.values())} of {len(chosen)} series; it falls back "
+    note = ["", f"CES uses GBDT on {sum(v == 'gbdt' for v in chosen.values())} of {len(chosen)} series; it falls back "
             f"(validation week, SMAPE averaged over the leads 10 min .. 3 h it reads) on: "
             + (", ".join(f"{k} ({chosen[[c for c in chosen if label(c) == k][0]]})" for k in fallback) or "none") + "."]  # fmt: skip
     return "\n".join(lines + summary + note)
@@ -121,11 +130,15 @@ def table5_section(philly: dict, earth_vcs: dict, earth_sum: dict) -> str:
     lines = [head, "|" + "---|" * 9]
     for key, name, pattern in ROWS:
         scale = 100.0 if key.startswith("node_util") else 1.0
-        cell = lambda b: fmt(None if b.get(key) is None else b[key] * scale, pattern)  # noqa: E731
+        cell = lambda b: fmt(None if b.get(key) is None else b[key] * scale if scale != 1.0 else b[key], pattern)  # noqa: E731
         paper = lambda c: fmt(PAPER[c].get(key), pattern)  # noqa: E731
         lines.append(f"| {name} | {paper('Philly')} | {cell(philly['ces'])} | {cell(philly['vanilla_drs'])} | "
                      f"{paper('Earth')} | {cell(earth_vcs['ces'])} | {cell(earth_vcs['vanilla_drs'])} | "
                      f"{cell(earth_sum['ces'])} | {cell(earth_sum['vanilla_drs'])} |")  # fmt: skip
+    lines += ["", "Vanilla DRS with CES's buffer kept (the previous definition):", "",
+              "| | Philly | Earth VCs | Earth sum |", "|---|---|---|---|"]
+    for key, name, pattern in ROWS[:3]:
+        lines.append(f"| {name} | " + " | ".join(fmt(b["drs_buffer"][key], pattern) for b in (philly, earth_vcs, earth_sum)) + " |")
     lines.append(f"\nThe paper's vanilla DRS: {PAPER_DRS_WAKEUPS} wake-ups a day on average over its four Helios "
                  "clusters (§4.3.3); no per-cluster or Philly figure is printed.")
     return "\n".join(lines)
@@ -142,15 +155,22 @@ def write_block(text: str, name: str, body: str) -> str:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--no-write", action="store_true", help="print only")
+    parser.add_argument("--save", type=Path, help="also pickle the runs' results to this file")
+    parser.add_argument("--load", type=Path, help="format the results pickled by --save instead of running")
     args = parser.parse_args()
     t0 = time.process_time()
-    philly_plan, philly = run({"philly_node_sequence": load_node_series(DATA / "philly_node_sequence.csv")}, 14.0)
-    vcs = {f"Earth {p.parent.name}": load_node_series(p) for p in sorted((DATA / "Earth_vcs").glob(f"*/{VC_FILE}"))}
-    earth_plan, earth = run(vcs, 7.0)
-    sum_plan, earth_sum = run({"Earth sum of 15 VCs": load_node_series(DATA / "Earth_vcs")}, 7.0)
+    if args.load:
+        results = pickle.loads(args.load.read_bytes())
+    else:
+        vcs = {f"Earth {p.parent.name}": load_node_series(p) for p in sorted((DATA / "Earth_vcs").glob(f"*/{VC_FILE}"))}
+        results = (run({"philly_node_sequence": load_node_series(DATA / "philly_node_sequence.csv")}, 14.0),
+                   run(vcs, 7.0), run({"Earth sum of 15 VCs": load_node_series(DATA / "Earth_vcs")}, 7.0))  # fmt: skip
+        if args.save:
+            args.save.write_bytes(pickle.dumps(results))
+    (philly_plan, philly), (earth_plan, earth), (sum_plan, earth_sum) = results
     forecast = forecast_section({"philly": philly_plan, "earth": earth_plan, "sum": sum_plan})
     by = lambda label: merged([b[label] for b in earth.values()])  # noqa: E731
-    t5 = table5_section(philly["philly_node_sequence"], {"ces": by("ces"), "vanilla_drs": by("vanilla_drs")},
+    t5 = table5_section(philly["philly_node_sequence"], {k: by(k) for k in ("ces", "vanilla_drs", "drs_buffer")},
                         earth_sum["Earth sum of 15 VCs"])  # fmt: skip
     cpu = time.process_time() - t0
     print(forecast, "\n\n", t5, f"\n\n(process CPU time {cpu:.0f} s)", sep="")

@@ -181,3 +181,18 @@ def test_wrapper_keeps_jobs_finishing_and_only_idle_nodes_go_off(use_forecast: b
     block = policy.energy_report(len(spec.nodes))
     assert block["nodes_off_mean"] > 0 and block["kwh_saved"] > 0
     assert set(TABLE5) <= set(block)
+
+
+def test_ces_command_defaults_are_the_config_defaults() -> None:
+    """`schedlab ces` without tuning flags runs CESConfig's (the paper's) setting."""
+    import inspect
+
+    from schedlab.cli import ces_replay
+
+    defaults = {name: p.default for name, p in inspect.signature(ces_replay).parameters.items()}
+    cfg = CESConfig()
+    assert defaults["history_checks"] == cfg.history_checks and defaults["future_steps"] == cfg.future_steps
+    assert defaults["history_threshold"] == cfg.history_threshold
+    assert defaults["forecast_threshold"] == cfg.forecast_threshold
+    assert defaults["boot_s"] == cfg.boot_s and defaults["cooling"] == cfg.cooling_factor
+    assert defaults["buffer"] is None  # paper_buffer of the series' size

@@ -561,10 +561,15 @@ def ces_replay(
     ctx: typer.Context,
     series: Annotated[Path, typer.Option("--series", help="Node series: CSV time,active,total; a Helios VC cluster_sequence_vc.csv; or a folder of VC folders.")],
     out: Annotated[Path, typer.Option("--out", "-o", help="Output directory.")],
-    test_days: Annotated[float, typer.Option("--test-days", min=0.05, help="Replay the last N days; the forecaster trains on the rest.")] = 14.0,
-    buffer: Annotated[int, typer.Option("--buffer", min=0, help="Buffer nodes kept on beyond demand.")] = 5,
-    boot_s: Annotated[float, typer.Option("--boot-s", min=0, help="Seconds for a woken node to boot.")] = 300.0,
-    cooling: Annotated[float, typer.Option("--cooling", min=1.0, help="Cooling factor (PUE-like) on saved idle power.")] = 1.5,
+    test_days: Annotated[float, typer.Option("--test-days", min=0.05, help="Replay the last N days (from a midnight); the forecaster trains on what comes before.")] = 14.0,
+    val_days: Annotated[float, typer.Option("--val-days", min=1.0, help="Days before the replay on which GBDT, last-value and seasonal-naive forecasts are compared; CES uses the best.")] = 7.0,
+    buffer: Annotated[Optional[int], typer.Option("--buffer", min=0, help="Buffer nodes kept on beyond demand (default: 20 per 420 nodes, the Helios artifact's Philly setting).")] = None,
+    history_checks: Annotated[int, typer.Option("--history-checks", min=1, help="RecentNodesTrend window, in 10-minute checks (paper: about 1 h).")] = 6,
+    future_steps: Annotated[int, typer.Option("--future-steps", min=1, max=18, help="FutureNodesTrend window, in 10-minute steps (paper: 3 h).")] = 18,
+    history_threshold: Annotated[float, typer.Option("--history-threshold", help="Power down only when RecentNodesTrend >= this many nodes (artifact: 0.1).")] = 0.1,
+    forecast_threshold: Annotated[float, typer.Option("--forecast-threshold", help="Power down only when FutureNodesTrend >= this many nodes (artifact: 0).")] = 0.0,
+    boot_s: Annotated[float, typer.Option("--boot-s", min=0, help="Seconds for a woken node to boot (paper: 5 minutes).")] = 300.0,
+    cooling: Annotated[float, typer.Option("--cooling", min=1.0, help="Energy per saved server joule, cooling included (paper: cooling takes twice the servers' energy, so 3).")] = 3.0,
     gpus_per_node: Annotated[int, typer.Option("--gpus-per-node", min=1, help="GPUs per node, to turn GPU counts into nodes.")] = 8,
     holiday: Annotated[Optional[list[str]], typer.Option("--holiday", help="A holiday date (YYYY-MM-DD); repeat for several.")] = None,
     seed: CesSeedOpt = 0,
@@ -572,11 +577,13 @@ def ces_replay(
 ) -> None:
     """Replay the Helios CES service and vanilla DRS on a recorded node-usage series.
 
-    Writes DIR/summary.json (blocks ces and vanilla_drs, forecaster smape) and DIR/ces_nodes.png.
+    The defaults are the paper's setting (docs/helios-ces.md lists each one's source).
+    Writes DIR/summary.json (blocks ces and vanilla_drs, the forecaster used and its scores)
+    and DIR/ces_nodes.png.
 
     Example:
 
-      schedlab ces --series ../shared/data/helios-artifact/philly_node_sequence.csv --buffer 20 --out runs/ces-philly
+      schedlab ces --series ../shared/data/helios-artifact/philly_node_sequence.csv --out runs/ces-philly
     """
     from schedlab.energy.ces import CESConfig
     from schedlab.experiments.ces_replay import run_replay
@@ -584,13 +591,21 @@ def ces_replay(
     from schedlab.metrics.tables import metrics_table
 
     check_out(out, force=force)
-    config = CESConfig(buffer_nodes=buffer, boot_s=boot_s, cooling_factor=cooling)
-    with _run_dir(ctx, out, force, settings=config) as stage, console.status("training the forecaster and replaying ..."):
-        summary = run_replay(series, stage, config=config, seed=seed, test_days=test_days,
-                             holidays=tuple(holiday or ()), gpus_per_node=gpus_per_node)  # fmt: skip
+    config = CESConfig(history_checks=history_checks, future_steps=future_steps, history_threshold=history_threshold,
+                       forecast_threshold=forecast_threshold, boot_s=boot_s, cooling_factor=cooling)  # fmt: skip
+    with _run_dir(ctx, out, force, settings=config) as stage, console.status("choosing the forecaster and replaying ..."):
+        summary = run_replay(series, stage, config=config, seed=seed, test_days=test_days, val_days=val_days,
+                             buffer=buffer, holidays=tuple(holiday or ()), gpus_per_node=gpus_per_node)  # fmt: skip
     rows = {label: {f"{name} ({unit})": _scaled(summary[block][key], scale) for key, name, unit, scale in _CES_METRICS}
             for block, label in (("ces", "CES"), ("vanilla_drs", "vanilla DRS"))}  # fmt: skip
-    console.print(metrics_table(rows, title=f"CES replay (forecaster SMAPE {summary['smape']:.2f} %)"))
+    console.print(metrics_table(rows, title=f"CES replay, buffer {summary['ces']['config']['buffer_nodes']} nodes"))
+    for row in summary["forecast_scores"]:
+        console.print(f"forecast SMAPE {row['lead'] * 10} min ahead: GBDT {row['smape_gbdt']:.2f} %, "
+                      f"last value {row['smape_last']:.2f} %, seasonal naive {row['smape_seasonal']:.2f} %")  # fmt: skip
+    if summary["fallback"]:
+        console.print(f"CES forecaster: [bold]{summary['forecaster']}[/] (fallback: GBDT lost to it on the validation days)")
+    else:
+        console.print("CES forecaster: [bold]gbdt[/] (best on the validation days)")
     console.print(f"results in [bold]{out}[/]")
 
 

@@ -79,7 +79,7 @@ class CESPolicy(Policy):
         self.seed = seed
         self.min_train_days = min_train_days
         fc = self.forecast_config
-        self._context_steps = fc.lead_steps + max(fc.lags_steps + fc.windows_steps) + 1
+        self._context_steps = fc.context_steps
         self.retrain_s = retrain_s
         self._tick = object()
         self._new: list[Job] = []
@@ -191,7 +191,7 @@ class CESPolicy(Policy):
         woke = False
         for head in heads.values():
             woke |= self._arrival_check(ctx, head)
-        falling = bool(past) and history_trend(past, running) > self.config.history_threshold
+        falling = bool(past) and history_trend(past, running) >= self.config.history_threshold
         forecast = self._forecast() if self.config.use_forecast and falling else None
         if forecast is not None:
             self._issued.append((len(log.running) - 1, forecast))

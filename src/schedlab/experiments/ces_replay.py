@@ -1,8 +1,9 @@
 """Replay the CES service (Helios §4.3) on a recorded node-usage series.
 
 A series gives, per minute, the nodes running work (``active``) and the nodes of the cluster
-(``total``). The forecaster is trained on everything before the last ``test_days`` and the
-service is replayed over those days only, so no decision sees data from its future.
+(``total``). The service is replayed over the last ``test_days`` only; its forecaster is chosen
+on the ``val_days`` before them and forecasts rolling-origin (refitted daily on the steps before
+each day, :mod:`schedlab.experiments.ces_forecast`), so no decision sees data from its future.
 
 In a replay the recorded demand cannot move, so *delay* is measured, not simulated: a
 **shortfall** minute is one where more nodes are active than powered on and booted (the
@@ -15,6 +16,7 @@ from __future__ import annotations
 
 import math
 from collections import deque
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -22,11 +24,12 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from schedlab.energy.ces import CESConfig, arrival_check, periodic_check
+from schedlab.energy.ces import CESConfig, arrival_check, paper_buffer, periodic_check, vanilla_drs
 from schedlab.energy.report import plot_nodes, table5
 from schedlab.errors import ConfigError, InputError
 from schedlab.metrics.summary import write_summary
-from schedlab.predict.node_demand import ForecastConfig, evaluate, resample_demand
+from schedlab.experiments.ces_forecast import ForecastPlan, forecast_plan, periods, score_table
+from schedlab.predict.node_demand import ForecastConfig, to_steps
 
 VC_FILE = "cluster_sequence_vc.csv"
 
@@ -149,6 +152,62 @@ def replay(frame: pd.DataFrame, forecast: pd.DataFrame | None, config: CESConfig
                   short_nodes * minutes)  # fmt: skip
 
 
+def replay_pool(
+    frames: Mapping[str, pd.DataFrame],
+    *,
+    config: CESConfig,
+    seed: int,
+    test_days: float = 14.0,
+    val_days: float = 7.0,
+    buffer: int | None = None,
+    replay_step: str | None = "10min",
+    forecast_config: ForecastConfig | None = None,
+    holidays: tuple[str, ...] = (),
+) -> tuple[ForecastPlan, dict[str, dict[str, Any]], dict[str, dict[str, np.ndarray]], dict[str, pd.DataFrame]]:
+    """Replay CES and vanilla DRS on each per-minute ``active``/``total`` frame over its last
+    ``test_days``. One forecaster is trained on all frames (rolling origin, refitted daily);
+    each series uses the forecaster chosen for it on the ``val_days`` before (the fallback).
+    ``buffer`` None: :func:`paper_buffer` of each series' mean size. ``replay_step``: the grid
+    the checks run on (default 10 minutes, each step's most busy and most total nodes, the grid
+    of the authors' artifact behind Table 5; None: the series' own samples). Returns the plan,
+    per series the summary blocks, the powered-node arrays and the replayed window."""
+    fcfg = forecast_config or ForecastConfig()
+    if config.future_steps > fcfg.lead_steps:
+        raise ConfigError(f"future_steps={config.future_steps} exceeds the forecaster's {fcfg.lead_steps} steps")
+    steps = {name: to_steps(frame, fcfg.step) for name, frame in frames.items()}
+    first = next(iter(steps.values())).index
+    val_start, test_start, test_end = periods(first, test_days, val_days)
+    plan = forecast_plan(steps, val_start, test_start, test_end, seed=seed, future_steps=config.future_steps,
+                         config=fcfg, holidays=holidays)  # fmt: skip
+    blocks: dict[str, dict[str, Any]] = {}
+    powered: dict[str, dict[str, np.ndarray]] = {}
+    windows: dict[str, pd.DataFrame] = {}
+    for name, frame in frames.items():
+        if replay_step is not None:
+            frame = on_grid(frame, replay_step)
+        window = frame[(frame.index >= test_start) & (frame.index < test_end)]
+        step_s = _step_seconds(window.index)
+        ces = replace(config, buffer_nodes=paper_buffer(window["total"].mean()) if buffer is None else buffer)
+        blocks[name], powered[name], windows[name] = {}, {}, window
+        for cfg in (ces, vanilla_drs(ces)):
+            run = replay(window, plan.ahead[name] if cfg.use_forecast else None, cfg)
+            block = table5(window["active"].to_numpy(), run.powered, window["total"].to_numpy(), step_s=step_s,
+                           wakeups=run.wakeups, jobs_delayed=run.shortfall_episodes, config=cfg)  # fmt: skip
+            block.update(power_downs=run.power_downs, shortfall_minutes=run.shortfall_minutes,
+                         delayed_node_minutes=run.delayed_node_minutes, config=_config_dict(cfg))  # fmt: skip
+            if cfg.use_forecast:
+                block["forecaster"] = plan.chosen[name]
+            blocks[name][cfg.label] = block
+            powered[name][cfg.label] = run.powered
+    return plan, blocks, powered, windows
+
+
+def on_grid(frame: pd.DataFrame, step: str) -> pd.DataFrame:
+    """The most ``active`` and ``total`` nodes in each step, labelled by its end."""
+    bins = frame.resample(step, label="right", closed="right")
+    return pd.DataFrame({"active": bins["active"].max(), "total": bins["total"].max()}).dropna().astype(int)
+
+
 def run_replay(
     series: Path,
     out_dir: Path,
@@ -156,47 +215,44 @@ def run_replay(
     config: CESConfig,
     seed: int,
     test_days: float = 14.0,
+    val_days: float = 7.0,
+    buffer: int | None = None,
+    replay_step: str | None = "10min",
     forecast_config: ForecastConfig | None = None,
     holidays: tuple[str, ...] = (),
     gpus_per_node: int = 8,
 ) -> dict[str, Any]:
-    """Train the forecaster on the head of ``series``, replay CES and vanilla DRS on the last
-    ``test_days``; write summary.json and ces_nodes.png to ``out_dir``."""
-    fcfg = forecast_config or ForecastConfig()
+    """:func:`replay_pool` on one series; write summary.json and ces_nodes.png to ``out_dir``.
+    The summary names the forecaster CES used and says when it fell back to a baseline."""
     frame = load_node_series(series, gpus_per_node=gpus_per_node)
-    demand = resample_demand(frame["active"], fcfg.step)
-    per_day = round(pd.Timedelta("1D") / pd.Timedelta(fcfg.step))
-    test_steps = int(round(test_days * per_day))
-    if not 0 < test_steps < len(demand) - per_day:
-        raise ConfigError(f"a test period of {test_days:g} days leaves no training data in a {len(demand) / per_day:.1f}-day series")
-    model, ev = evaluate(demand, test_steps, seed=seed, config=fcfg, holidays=holidays)
-    leads = range(1, min(config.future_steps, fcfg.lead_steps) + 1)
-    ahead = pd.DataFrame({k - 1: model.predict(demand, lead=k) for k in leads}).iloc[-test_steps:]
-    window = frame[frame.index > demand.index[-test_steps - 1]]
-    step_s = _step_seconds(window.index)
+    name = Path(series).name
+    plan, blocks, powered, windows = replay_pool({name: frame}, config=config, seed=seed, test_days=test_days,
+                                                 val_days=val_days, buffer=buffer, replay_step=replay_step,
+                                                 forecast_config=forecast_config,
+                                                 holidays=holidays)  # fmt: skip
+    window = windows[name]
+    table = score_table(plan.test)
     out_dir.mkdir(parents=True, exist_ok=True)
     summary: dict[str, Any] = {
         "mode": "replay",
         "series": str(series),
+        "validation_start": str(plan.val_start),
         "replay_start": str(window.index[0]),
         "replay_end": str(window.index[-1]),
         "total_nodes_mean": float(window["total"].mean()),
-        "smape": ev.smape,
-        "naive_smape": ev.naive_smape,
+        "forecaster": plan.chosen[name],
+        "fallback": plan.chosen[name] != "gbdt",
+        "validation_smape": {s.forecaster: 0.0 for s in plan.validation},
+        "forecast_scores": table.to_dict(orient="records"),
+        "smape": float(table[table["lead"] == max(table["lead"])][f"smape_{plan.chosen[name]}"].iloc[0]),
         "seed": seed,
+        **blocks[name],
     }
-    powered: dict[str, np.ndarray] = {}
-    for cfg in (config, replace(config, use_forecast=False)):
-        run = replay(window, ahead if cfg.use_forecast else None, cfg)
-        block = table5(window["active"].to_numpy(), run.powered, window["total"].to_numpy(), step_s=step_s,
-                       wakeups=run.wakeups, jobs_delayed=run.shortfall_episodes, config=cfg)  # fmt: skip
-        block.update(power_downs=run.power_downs, shortfall_minutes=run.shortfall_minutes,
-                     delayed_node_minutes=run.delayed_node_minutes, config=_config_dict(cfg))  # fmt: skip
-        summary[cfg.label] = block
-        powered[cfg.label] = run.powered
+    for fname in summary["validation_smape"]:
+        summary["validation_smape"][fname] = float(np.mean([s.smape for s in plan.validation if s.forecaster == fname]))
     write_summary(out_dir / "summary.json", summary)
-    plot_nodes(window.index, window["active"].to_numpy(), window["total"].to_numpy(), powered,
-               out_dir / "ces_nodes.png", title=f"CES replay: {Path(series).name}")  # fmt: skip
+    plot_nodes(window.index, window["active"].to_numpy(), window["total"].to_numpy(), powered[name],
+               out_dir / "ces_nodes.png", title=f"CES replay: {name}")  # fmt: skip
     return summary
 
 

@@ -7,7 +7,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from schedlab.energy.ces import CESConfig
+from schedlab.energy.ces import CESConfig, vanilla_drs
 from schedlab.experiments.run import RunSpec, simulate_run
 from schedlab.metrics.summary import write_summary
 from schedlab.sim.engine import RunProgress
@@ -20,7 +20,7 @@ def simulate_with_ces(
     vanilla DRS; the summary gets both blocks and the CES forecaster's ``smape``."""
     config = spec.ces or CESConfig()
     summary = simulate_run(replace(spec, ces=replace(config, use_forecast=True)), out_dir, progress=progress)
-    baseline = simulate_run(replace(spec, ces=replace(config, use_forecast=False)), None)
+    baseline = simulate_run(replace(spec, ces=vanilla_drs(config)), None)
     summary["vanilla_drs"] = baseline["vanilla_drs"]
     summary["vanilla_drs"].update(finished=baseline["finished"], jct_mean_s=baseline["jct_mean_s"],
                                   queue_mean_s=baseline["queue_mean_s"])  # fmt: skip

@@ -1,25 +1,34 @@
-"""Node-demand forecaster of the Helios CES service (Hu et al., SC '21, §4.3).
+"""Node-demand forecaster of the Helios CES service (Hu et al., SC '21, §4.3.2).
 
-The CES service predicts how many nodes the cluster will keep busy over the next hours and
-powers nodes down only when the forecast agrees that demand is falling. As in §4.3 the model
-is a LightGBM regressor over calendar features (hour, weekday, date, holiday), rolling means
-and standard deviations over several windows, and lags of the series. It predicts the change
-from the newest usable value, which it adds back.
+§4.3.2: "we encode repetitive patterns (e.g., hour, day of the week, date) of running nodes
+... Node trends are calculated as the average values and standard deviations of active nodes
+under different rolling window sizes. Moreover, binary holiday indicators and various time scale
+lags are also crucial for prediction", with a GBDT (LightGBM) model scored by SMAPE.
 
-The forecast is *direct*: the row for time ``t`` made ``k`` steps ahead sees only values at
-``t - k`` or earlier, and ``k`` is itself a feature; one model, trained on several leads,
-predicts every step up to ``lead_steps`` past the last observation from that observation,
-without feeding predictions back. Accuracy is SMAPE on a held-out tail at the longest lead.
+The input is a series of *steps* (10 minutes by default, each labelled by its end, the first
+time it is fully known; :func:`to_steps`): ``peak`` (most nodes busy in the step, the target, a
+conservative one for a power-down), the ``last``, ``mean`` and ``low`` busy count inside the step,
+and ``total`` nodes of the cluster.
 
-Deviation: the feature windows, the lead and the LightGBM settings below (10-minute steps,
-3-hour lead, 1 h / 3 h / 1 day windows, lags of 1 day and 1 week) are this module's choice,
-as is predicting the change rather than the level; the date enters as day of month only
-(day of year would make every test day a value the trees never saw).
+The forecast is *direct*: the row for time ``t`` made ``k`` steps ahead sees only steps at
+``t - k`` or earlier, and ``k`` is itself a feature, so one model predicts every lead up to
+``lead_steps`` from the newest step without feeding predictions back. Every value-like
+feature and the target are the *change* from ``last = peak(t - k)``, divided by the cluster's
+nodes at ``t - k`` (so a level never seen in training does not throw the trees off, and several
+series of different sizes can train one model: :meth:`NodeDemandForecaster.fit` takes a list).
+The objective is L1 (the median change, which is 0 when nothing predicts a move, so the model
+falls back to persistence rather than chasing the mean of rare jumps); the forecast is rounded
+to whole nodes.
+
+Deviations: the paper gives no feature windows, lags, lead or LightGBM settings; those below are
+this module's. The date enters as no feature (a month of data holds each date once, so a tree on
+it would memorise), the within-step ``last``/``mean``/``low`` features and the change target are
+additions, and one model may be trained on several series (the Earth VCs, :mod:`ces_forecast`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -32,6 +41,8 @@ from schedlab.extras import require
 if TYPE_CHECKING:
     import lightgbm as lgb
 
+STEP_COLUMNS = ("peak", "last", "mean", "low", "total")
+
 
 @dataclass(frozen=True)
 class ForecastConfig:
@@ -39,10 +50,11 @@ class ForecastConfig:
 
     step: str = "10min"
     lead_steps: int = 18
-    train_leads: tuple[int, ...] = (1, 2, 3, 6, 12, 18)
+    train_leads: tuple[int, ...] = (1, 2, 3, 6, 9, 12, 18)
+    recent_lags: tuple[int, ...] = (1, 2, 3, 6)
     windows_steps: tuple[int, ...] = (6, 18, 144)
     lags_steps: tuple[int, ...] = (144, 1008)
-    rounds: int = 100
+    rounds: int = 200
     learning_rate: float = 0.05
     num_leaves: int = 15
     min_data_in_leaf: int = 50
@@ -52,10 +64,15 @@ class ForecastConfig:
             raise ConfigError("lead_steps must be at least 1")
         if any(w < 2 for w in self.windows_steps):
             raise ConfigError("rolling windows need at least 2 steps")
-        if any(lag < 1 for lag in self.lags_steps):
+        if any(lag < 1 for lag in self.lags_steps + self.recent_lags):
             raise ConfigError("lags must be positive")
         if not self.train_leads or not all(1 <= k <= self.lead_steps for k in self.train_leads):
             raise ConfigError(f"train_leads must lie in 1..{self.lead_steps}")
+
+    @property
+    def context_steps(self) -> int:
+        """Steps of history a forecast reads (the longest lag or window, plus the lead)."""
+        return self.lead_steps + max(self.lags_steps + self.windows_steps + self.recent_lags) + 1
 
 
 def smape(prediction: Iterable[float], actual: Iterable[float]) -> float:
@@ -73,43 +90,98 @@ def smape(prediction: Iterable[float], actual: Iterable[float]) -> float:
 
 
 def resample_demand(series: pd.Series, step: str = "10min") -> pd.Series:
-    """Peak demand per step: the most nodes busy at any sample inside it (a conservative
-    target for a power-down decision). Each step is labelled by its end, the first time its
-    value is fully known."""
+    """Peak demand per step: the most nodes busy at any sample inside it. Each step is
+    labelled by its end, the first time its value is fully known."""
     if not isinstance(series.index, pd.DatetimeIndex):
         raise ConfigError("the demand series needs a DatetimeIndex")
     return series.resample(step, label="right", closed="right").max().astype(float)
 
 
-def make_features(y: pd.Series, config: ForecastConfig, holidays: frozenset[pd.Timestamp], lead: int) -> pd.DataFrame:
-    """Feature rows for every time of ``y`` (a regular DatetimeIndex; NaN where unknown), for
-    a forecast made ``lead`` steps ahead.
+def to_steps(frame: pd.DataFrame, step: str = "10min") -> pd.DataFrame:
+    """Steps of a per-sample ``active``/``total`` node frame: ``peak``, ``last``, ``mean``,
+    ``low`` busy nodes and the ``total`` at the step's end, each step labelled by its end."""
+    if not isinstance(frame.index, pd.DatetimeIndex):
+        raise ConfigError("the node series needs a DatetimeIndex")
+    bins = frame.resample(step, label="right", closed="right")
+    active = bins["active"]
+    return pd.DataFrame({"peak": active.max(), "last": active.last(), "mean": active.mean(), "low": active.min(),
+                         "total": bins["total"].last()}).astype(float)  # fmt: skip
 
-    Lags and rolling means are given relative to ``last``, the value ``lead`` steps before
-    the row (the newest one such a forecast may use), so that a level never seen in training
-    does not throw the trees off; the model learns the change. A lag that is not older than
-    ``lead`` is left empty.
-    """
-    idx = y.index
-    last = y.shift(lead)
-    cols: dict[str, object] = {
-        "lead": np.full(len(idx), lead, dtype=np.int16),
+
+def as_steps(y: pd.Series | pd.DataFrame) -> pd.DataFrame:
+    """A steps frame as is, or one made from a plain series of busy nodes per step (the
+    within-step values are the step's value; ``total`` is the largest value seen so far)."""
+    if isinstance(y, pd.DataFrame):
+        missing = set(STEP_COLUMNS) - set(y.columns)
+        if missing:
+            raise ConfigError(f"a steps frame needs the columns {', '.join(sorted(missing))}")
+        return y
+    y = y.astype(float)
+    total = y.ffill().cummax().clip(lower=1.0)
+    return pd.DataFrame({"peak": y, "last": y, "mean": y, "low": y, "total": total})
+
+
+def make_features(steps: pd.DataFrame, config: ForecastConfig, holidays: frozenset[pd.Timestamp], lead: int) -> pd.DataFrame:
+    """Feature rows for every step of ``steps`` for a forecast made ``lead`` steps ahead
+    (see :func:`features_at`)."""
+    n = len(steps)
+    return features_at(steps, np.arange(n), np.full(n, lead), config, holidays)
+
+
+def features_at(
+    steps: pd.DataFrame, rows: np.ndarray, leads: np.ndarray, config: ForecastConfig, holidays: frozenset[pd.Timestamp]
+) -> pd.DataFrame:
+    """Feature rows for the targets ``steps.index[rows]``, each forecast ``leads`` steps ahead:
+    calendar features of the target time, and every value feature taken at the origin
+    ``row - lead`` or earlier, as its change from ``last = peak(origin)`` per node of the
+    cluster. A lag not older than the lead is left empty."""
+    rows = np.asarray(rows, dtype=np.int64)
+    leads = np.asarray(leads, dtype=np.int64)
+    idx = steps.index[rows]
+    y = steps["peak"].to_numpy(dtype=float)
+    origin = rows - leads
+    last = _at(y, origin)
+    scale = np.maximum(_at(steps["total"].to_numpy(dtype=float), origin), 1.0)
+    cols: dict[str, np.ndarray] = {
+        "lead": leads.astype(np.int16),
         "hour": idx.hour.to_numpy(),
         "time_of_day": (idx.hour * 60 + idx.minute).to_numpy(),
         "weekday": idx.day_of_week.to_numpy(),
-        "day": idx.day.to_numpy(),
-        "holiday": np.asarray([d in holidays for d in idx.normalize()], dtype=np.int8),
+        "holiday": idx.normalize().isin(list(holidays)).astype(np.int8) if holidays else np.zeros(len(idx), np.int8),
         "weekend": (idx.day_of_week >= 5).astype(np.int8),
+        "level": last / scale,
     }
-    for extra in (1, 2):
-        cols[f"lag_last_{extra}"] = y.shift(lead + extra) - last
+    for name in ("last", "mean", "low"):
+        cols[f"step_{name}"] = (_at(steps[name].to_numpy(dtype=float), origin) - last) / scale
+    for extra in config.recent_lags:
+        cols[f"lag_recent_{extra}"] = (_at(y, origin - extra) - last) / scale
     for lag in config.lags_steps:
-        cols[f"lag_{lag}"] = y.shift(lag) - last if lag > lead else np.nan
-    for w in config.windows_steps:
-        roll = last.rolling(w, min_periods=max(2, w // 2))
-        cols[f"mean_{w}"] = roll.mean() - last
-        cols[f"std_{w}"] = roll.std()
+        old = np.where(lag > leads, _at(y, rows - lag), np.nan)
+        cols[f"lag_{lag}"] = (old - last) / scale
+        cols[f"lag_{lag}_change"] = (np.where(lag > leads, _at(y, rows - lag + leads), np.nan) - old) / scale
+    finite = np.isfinite(y)
+    sums = np.concatenate([[0.0], np.cumsum(np.where(finite, y, 0.0))])
+    squares = np.concatenate([[0.0], np.cumsum(np.where(finite, y * y, 0.0))])
+    counts = np.concatenate([[0], np.cumsum(finite)])
+    for w in config.windows_steps:  # mean and std of peak over the w steps up to the origin
+        end = np.clip(origin + 1, 0, len(y))
+        start = np.clip(origin + 1 - w, 0, len(y))
+        c = (counts[end] - counts[start]).astype(float)
+        total = sums[end] - sums[start]
+        ok = (c >= max(2, w // 2)) & (origin >= 0)
+        mean = np.divide(total, c, out=np.full(len(c), np.nan), where=ok)
+        var = np.divide(squares[end] - squares[start] - total * mean, c - 1, out=np.full(len(c), np.nan), where=ok)
+        cols[f"mean_{w}"] = (mean - last) / scale
+        cols[f"std_{w}"] = np.sqrt(np.maximum(var, 0.0)) / scale
     return pd.DataFrame(cols, index=idx)
+
+
+def _at(values: np.ndarray, positions: np.ndarray) -> np.ndarray:
+    """``values[positions]``, NaN where a position falls outside."""
+    out = np.full(len(positions), np.nan)
+    ok = (positions >= 0) & (positions < len(values))
+    out[ok] = values[positions[ok]]
+    return out
 
 
 class NodeDemandForecaster:
@@ -126,21 +198,25 @@ class NodeDemandForecaster:
     def _params(self) -> dict[str, object]:
         c = self.config
         return {
-            "objective": "regression", "learning_rate": c.learning_rate, "num_leaves": c.num_leaves,
-            "min_data_in_leaf": c.min_data_in_leaf, "seed": self.seed, "num_threads": 1,
-            "deterministic": True, "force_row_wise": True, "verbose": -1,
+            "objective": "regression_l1", "learning_rate": c.learning_rate, "num_leaves": c.num_leaves,
+            "min_data_in_leaf": c.min_data_in_leaf, "feature_fraction": 0.8, "bagging_fraction": 0.8,
+            "bagging_freq": 1, "seed": self.seed, "num_threads": 1, "deterministic": True,
+            "force_row_wise": True, "verbose": -1,
         }  # fmt: skip
 
-    def fit(self, y: pd.Series) -> "NodeDemandForecaster":
-        """Train on a regular series of busy nodes, one copy of the rows per lead in
-        ``train_leads`` (rows whose target is unknown are dropped)."""
+    def fit(self, series: pd.Series | pd.DataFrame | Sequence[pd.Series | pd.DataFrame]) -> "NodeDemandForecaster":
+        """Train on one regular series of steps (or a list of them, pooled), one copy of the
+        rows per lead in ``train_leads``; rows whose target is unknown are dropped."""
         lgb = require("lightgbm", "the CES node-demand forecaster")
+        parts = list(series) if isinstance(series, (list, tuple)) else [series]
         frames, labels = [], []
-        for lead in self.config.train_leads:
-            change = (y - y.shift(lead)).to_numpy()
-            keep = np.isfinite(change)
-            frames.append(make_features(y, self.config, self.holidays, lead)[keep])
-            labels.append(change[keep])
+        for part in parts:
+            steps = as_steps(part)
+            for lead in self.config.train_leads:
+                change = ((steps["peak"] - steps["peak"].shift(lead)) / steps["total"].shift(lead).clip(lower=1.0)).to_numpy()
+                keep = np.isfinite(change)
+                frames.append(make_features(steps, self.config, self.holidays, lead)[keep])
+                labels.append(change[keep])
         label = np.concatenate(labels)
         if label.size < 2 * self.config.min_data_in_leaf:
             raise ConfigError(f"too little history to train the node-demand forecaster ({label.size} rows)")
@@ -148,64 +224,35 @@ class NodeDemandForecaster:
         self.model = lgb.train(self._params(), data, num_boost_round=self.config.rounds)
         return self
 
-    def predict(self, y: pd.Series, lead: int | None = None) -> pd.Series:
-        """Prediction for every time of ``y`` made ``lead`` steps ahead (default: the
-        longest), each from values at least ``lead`` steps older."""
+    def predict(self, series: pd.Series | pd.DataFrame, lead: int | None = None) -> pd.Series:
+        """Prediction for every step of ``series`` made ``lead`` steps ahead (default: the
+        longest), each from steps at least ``lead`` older, in whole nodes."""
         if self.model is None:
             raise ConfigError("the forecaster is not trained")
         lead = self.config.lead_steps if lead is None else lead
-        features = make_features(y, self.config, self.holidays, lead)
-        last = y.shift(lead).to_numpy()
-        return pd.Series(np.maximum(last + self.model.predict(features), 0.0), index=y.index, name="forecast")
+        steps = as_steps(series)
+        features = make_features(steps, self.config, self.holidays, lead)
+        last = steps["peak"].shift(lead).to_numpy()
+        scale = steps["total"].shift(lead).clip(lower=1.0).to_numpy()
+        return pd.Series(_nodes(last + scale * self.model.predict(features)), index=steps.index, name="forecast")
 
-    def forecast(self, history: pd.Series, steps: int) -> pd.Series:
+    def forecast(self, history: pd.Series | pd.DataFrame, steps: int) -> pd.Series:
         """The next ``steps`` values after the end of ``history`` (``steps <= lead_steps``),
-        the k-th made k steps ahead from the newest value."""
+        the k-th made k steps ahead from the newest step."""
         if not 1 <= steps <= self.config.lead_steps:
             raise ConfigError(f"can forecast 1..{self.config.lead_steps} steps ahead, asked for {steps}")
         if self.model is None:
             raise ConfigError("the forecaster is not trained")
+        history = as_steps(history)
         future = pd.date_range(history.index[-1], periods=steps + 1, freq=self.config.step)[1:]
-        extended = pd.concat([history, pd.Series(np.nan, index=future)])
-        n = len(history)
-        rows = pd.concat([make_features(extended, self.config, self.holidays, k).iloc[[n - 1 + k]]
-                          for k in range(1, steps + 1)])  # fmt: skip
-        last = float(history.iloc[-1])
-        return pd.Series(np.maximum(last + self.model.predict(rows), 0.0), index=future, name="forecast")
+        extended = pd.concat([history, pd.DataFrame(np.nan, index=future, columns=history.columns)])
+        leads = np.arange(1, steps + 1)
+        rows = features_at(extended, len(history) - 1 + leads, leads, self.config, self.holidays)
+        last = float(history["peak"].iloc[-1])
+        scale = max(1.0, float(history["total"].iloc[-1]))
+        return pd.Series(_nodes(last + scale * self.model.predict(rows)), index=future, name="forecast")
 
 
-@dataclass(frozen=True)
-class Evaluation:
-    """Held-out accuracy: the model's SMAPE and that of the naive forecast (the value last
-    seen ``lead`` steps before), with the aligned series."""
-
-    smape: float
-    naive_smape: float
-    prediction: pd.Series
-    actual: pd.Series
-
-
-def evaluate(
-    y: pd.Series,
-    test_steps: int,
-    *,
-    seed: int,
-    config: ForecastConfig | None = None,
-    holidays: Iterable[str | pd.Timestamp] = (),
-) -> tuple[NodeDemandForecaster, Evaluation]:
-    """Train on all but the last ``test_steps`` of ``y`` and score the tail."""
-    if not 0 < test_steps < len(y):
-        raise ConfigError(f"test_steps must be between 1 and {len(y) - 1}")
-    model = NodeDemandForecaster(config, seed=seed, holidays=holidays)
-    train = y.iloc[:-test_steps]
-    model.fit(train)
-    pred = model.predict(y).iloc[-test_steps:]  # each row sees values >= lead steps older only
-    actual = y.iloc[-test_steps:]
-    naive = y.shift(model.config.lead_steps).iloc[-test_steps:]
-    ok = actual.notna() & naive.notna()
-    return model, Evaluation(
-        smape(pred[ok].to_numpy(), actual[ok].to_numpy()),
-        smape(naive[ok].to_numpy(), actual[ok].to_numpy()),
-        pred,
-        actual,
-    )
+def _nodes(values: np.ndarray) -> np.ndarray:
+    """Whole, non-negative node counts (NaN stays NaN)."""
+    return np.maximum(np.round(values), 0.0)

@@ -36,6 +36,7 @@ from schedlab.policies.pollux.build import PolluxParams, build_pollux
 from schedlab.policies.spot.chronus import Chronus, ChronusConfig
 from schedlab.policies.spot.fgd import FGD, FgdParams
 from schedlab.policies.spot.lyra import Lyra
+from schedlab.policies.spot.spot_fcfs import SpotEvictParams
 from schedlab.policies.spot.yarn_cs_preempt import YarnCsPreempt
 from schedlab.sim.policy import Policy
 from schedlab.workload.schema import Workload
@@ -119,7 +120,7 @@ def _chronus(placer: Placer, params: ChronusConfig, options: PolicyOptions) -> P
 
 _SPOT_BASELINES = (
     ("yarn-cs-preempt", "FCFS, best fit, HP evicts the newest spot jobs of the best-fitting node",
-     _plain(YarnCsPreempt), None),
+     _keywords(YarnCsPreempt), SpotEvictParams),
     ("chronus", "leases (HP 20 min, spot 5 min) renewed by a MILP at lease ends (SoCC'21)", _chronus, ChronusConfig),
     ("lyra", "spot only on loaned idle HP nodes, reclaimed by least lost work (EuroSys'23)", _plain(Lyra), None),
     ("fgd", "fragmentation-gradient placement, HP evicts spot (ATC'23)", _keywords(FGD), FgdParams),

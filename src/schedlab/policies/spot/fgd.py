@@ -19,8 +19,8 @@ Speed: the score depends only on a node's free count, so one candidate per free-
 of each eligible (pool, model) group is scored (the lowest id of the bucket): at most
 ``max_gpus`` scores per group, never a scan of the nodes. Jobs spanning nodes and fractional
 jobs use the placer's rule (best fit by default), unscored. Queueing and eviction (FCFS,
-HP first, HP evicts the newest spot jobs of the best-fitting node) are those of
-:mod:`schedlab.policies.spot.spot_fcfs`.
+HP first, HP evicts the newest spot jobs of the best-fitting node, ``evict`` kill or pause)
+are those of :mod:`schedlab.policies.spot.spot_fcfs`.
 """
 
 from __future__ import annotations
@@ -43,9 +43,10 @@ def fragmentation(free: int, units: Counter[int]) -> int:
 
 @dataclass(frozen=True)
 class FgdParams:
-    """How many recent arrivals define the expected job sizes."""
+    """How many recent arrivals define the expected job sizes; how a spot victim is stopped."""
 
     window: int = help_field(1000, "recent arrivals whose GPU sizes define the fragmentation measure")
+    evict: str = help_field("kill", "how a spot victim is stopped: kill (the paper) or pause (checkpointed by the cost model)")
 
 
 class FGD(SpotFCFS):
@@ -53,8 +54,8 @@ class FGD(SpotFCFS):
 
     name = "fgd"
 
-    def __init__(self, placer: Placer, *, window: int = 1000) -> None:
-        super().__init__(placer)
+    def __init__(self, placer: Placer, *, window: int = 1000, evict: str = "kill") -> None:
+        super().__init__(placer, evict=evict)
         self.window = window
         self.recent: dict[str, deque[int]] = {}
         self.units: dict[str, Counter[int]] = {}

@@ -21,9 +21,13 @@ nowhere.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 import pandas as pd
+
+from schedlab.errors import ConfigError
+from schedlab.policies.params import help_field
 
 from schedlab.sim.policy import Context, Policy
 from schedlab.policies.common.queues import ClassQueues, job_shape
@@ -31,6 +35,21 @@ from schedlab.policies.common.placers import Alloc, Placer
 from schedlab.sim.job import Job
 
 SPOT = "spot"
+EVICT_MODES = ("kill", "pause")
+
+
+@dataclass(frozen=True)
+class SpotEvictParams:
+    """How a spot victim is stopped."""
+
+    evict: str = help_field("kill", "how a spot victim is stopped: kill (the paper) or pause (checkpointed by the cost model)")
+
+
+def evict_mode(policy: str, evict: str) -> str:
+    """``evict`` checked against :data:`EVICT_MODES`."""
+    if evict not in EVICT_MODES:
+        raise ConfigError(f"{policy}: evict must be one of {', '.join(EVICT_MODES)} (got {evict!r})")
+    return evict
 
 
 class SpotFCFS(Policy):
@@ -38,8 +57,9 @@ class SpotFCFS(Policy):
 
     name = "spot-fcfs"
 
-    def __init__(self, placer: Placer) -> None:
+    def __init__(self, placer: Placer, *, evict: str = "kill") -> None:
         self.placer = placer
+        self.evict_mode = evict_mode(self.name, evict)
         self.pending = ClassQueues()
         self.blocked: set[tuple] = set()  # HP shapes no eviction could place, until a finish
         self.spot_on: dict[int, dict[int, Job]] = {}  # node -> whole-GPU spot jobs on it
@@ -131,11 +151,14 @@ class SpotFCFS(Policy):
         self.started(ctx, job)
 
     def evict(self, ctx: Context, victim: Job) -> None:
-        ctx.preempt(victim)
+        if self.evict_mode == "pause":
+            ctx.pause(victim)
+        else:
+            ctx.preempt(victim)
         self.evictions += 1
         self.released(ctx, victim)
         self._enqueue(victim)
 
     def report(self, jobs: pd.DataFrame) -> dict[str, Any]:
-        """``{<name>: {"evictions": ...}}``: spot jobs evicted for HP jobs."""
-        return {self.name: {"evictions": self.evictions}}
+        """``{<name>: {"evict": ..., "evictions": ...}}``: how and how often spot jobs were evicted for HP jobs."""
+        return {self.name: {"evict": self.evict_mode, "evictions": self.evictions}}

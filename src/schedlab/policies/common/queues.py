@@ -177,6 +177,10 @@ class QueueScheduler(Policy):
 
 PriorityKey = Callable[[Context, Job], tuple]
 _first = itemgetter(0)
+
+
+def _key_then_start(row: tuple) -> tuple:
+    return (row[0][0], row[2])
 GUARD_ENDS = "guard-ends"  # timer payload of PreemptiveScheduler: a progress guard has ended
 
 
@@ -384,8 +388,8 @@ class PreemptiveScheduler(Policy):
         now = ctx.now
         capacity = ctx.state.pool_gpus_on
         running: dict[str, list[tuple]] = {}
-        for job in ctx.running.values():
-            running.setdefault(pool_of(job), []).append(((priority(ctx, job), job.idx), job))
+        for pos, job in enumerate(ctx.running.values()):
+            running.setdefault(pool_of(job), []).append(((priority(ctx, job), job.idx), job, pos))
         admitted: set[int] = set()
         waiting: list[Job] = []  # admitted but not running
         victims: dict[str, list[Job]] = {}
@@ -398,6 +402,7 @@ class PreemptiveScheduler(Policy):
             heads = self._heads([pool])
             cap = capacity.get(pool, 0)
             i = 0
+            out: list[tuple] = []  # running jobs not admitted
             while cap > 0:
                 entry = ranked[i][0] if i < len(ranked) else None
                 if heads and (entry is None or heads[0][0] < entry):
@@ -405,19 +410,19 @@ class PreemptiveScheduler(Policy):
                     continue
                 if entry is None:
                     break
-                job = ranked[i][1]
+                row = ranked[i]
                 i += 1
+                job = row[1]
                 if job.num_gpus <= cap:
                     cap -= job.num_gpus
                     admitted.add(job.idx)
-                    continue
-                until = 2.0 * job.stall_until - job.run_since  # guard_ends(job)
-                if now < until:
-                    guarded[pool] = min(guarded.get(pool, math.inf), until)
                 else:
-                    victims.setdefault(pool, []).append(job)
-            for _, job in ranked[i:]:
-                until = 2.0 * job.stall_until - job.run_since
+                    out.append(row)
+            out += ranked[i:]
+            # victims in rank order, equal keys in the order the jobs (re)started
+            out.sort(key=_key_then_start)
+            for _, job, _ in out:
+                until = 2.0 * job.stall_until - job.run_since  # guard_ends(job)
                 if now < until:
                     guarded[pool] = min(guarded.get(pool, math.inf), until)
                 else:

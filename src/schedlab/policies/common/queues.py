@@ -422,7 +422,7 @@ class PreemptiveScheduler(Policy):
             # victims in rank order, equal keys in the order the jobs (re)started
             out.sort(key=_key_then_start)
             for _, job, _ in out:
-                until = 2.0 * job.stall_until - job.run_since  # guard_ends(job)
+                until = guard_ends(job)
                 if now < until:
                     guarded[pool] = min(guarded.get(pool, math.inf), until)
                 else:

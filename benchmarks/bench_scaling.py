@@ -26,7 +26,6 @@ import platform
 import resource
 import subprocess
 import sys
-import time
 from typing import Any
 
 SIZES = (30_000, 100_000, 300_000, 1_000_000)
@@ -137,7 +136,8 @@ def main() -> None:
     if args.policies:
         policies = [p.strip() for p in args.policies.split(",") if p.strip()]
     else:
-        sys.path.insert(0, os.path.abspath(args.src)) if args.src else None
+        if args.src:
+            sys.path.insert(0, os.path.abspath(args.src))
         from schedlab.policies.registry import policy_names
 
         policies = policy_names()
@@ -170,6 +170,8 @@ def main() -> None:
             if log:
                 log.write(json.dumps({**case, **res}) + "\n")
                 log.flush()
+    if log:
+        log.close()
     if fits:
         print("\n| policy | load | exponent (CPU ~ jobs^b) |\n|---|--:|--:|")
         for policy, load, b in fits:

@@ -1,7 +1,8 @@
 """How simulation cost grows with the number of jobs: CPU time, peak memory and jobs/s per
 (policy, load, size), and the fitted exponent b of CPU ~ jobs^b (least squares on log-log).
 
-Each run is a fresh Python process (its own peak RSS) under a time limit; CPU time is that
+Each run is a fresh Python process (its own peak RSS) under a CPU-time limit (``--timeout``,
+and a wall-time one for a starved process); CPU time is that
 process's own (``resource.getrusage``), so other work on a shared machine does not inflate it.
 "simulate CPU" is ``Simulation.run`` alone; "process CPU" adds the imports and the workload.
 A policy that times out at one size is not tried at larger sizes of that load.
@@ -24,6 +25,7 @@ import math
 import os
 import platform
 import resource
+import signal
 import subprocess
 import sys
 from typing import Any
@@ -71,16 +73,25 @@ def measure(case: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def run_isolated(case: dict[str, Any], timeout_s: float, src: str | None) -> dict[str, Any]:
-    """:func:`measure` in a fresh interpreter; ``{"timeout": True}`` past ``timeout_s``, ``{"error": ...}``
+def run_isolated(case: dict[str, Any], timeout_s: float, src: str | None, wall_s: float) -> dict[str, Any]:
+    """:func:`measure` in a fresh interpreter; ``{"timeout": True}`` past ``timeout_s`` of CPU time
+    (or ``wall_s`` of wall time, for a process starved of CPU), ``{"error": ...}``
     when the run fails (e.g. a policy that needs another cluster or workload)."""
     env = dict(os.environ)
     if src:
         env["PYTHONPATH"] = os.path.abspath(src)
     cmd = [sys.executable, os.path.abspath(__file__), "--child", json.dumps(case)]
+    limit = int(math.ceil(timeout_s))
+
+    def cpu_limit() -> None:  # the child is stopped after ``timeout_s`` of its own CPU time
+        resource.setrlimit(resource.RLIMIT_CPU, (limit, limit + 5))
+
     try:
-        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout_s, check=False, env=env)
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=wall_s, check=False, env=env,
+                              preexec_fn=cpu_limit)  # fmt: skip
     except subprocess.TimeoutExpired:
+        return {"timeout": True}
+    if proc.returncode in (-signal.SIGXCPU, -signal.SIGKILL):
         return {"timeout": True}
     if proc.returncode != 0:
         lines = proc.stderr.strip().splitlines()
@@ -125,7 +136,8 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--philly", metavar="PATH", help="also time the policies on this Philly-format trace")
     parser.add_argument("--philly-policies", default="fifo,sjf,srtf,srsf,tiresias")
-    parser.add_argument("--timeout", type=float, default=600.0, help="seconds before a run is stopped")
+    parser.add_argument("--timeout", type=float, default=600.0, help="CPU seconds before a run is stopped")
+    parser.add_argument("--wall-timeout", type=float, default=3600.0, help="wall seconds before a run is stopped")
     parser.add_argument("--src", help="import schedlab from this directory (a before/after comparison)")
     parser.add_argument("--json", help="append every result as a JSON line to this file")
     parser.add_argument("--child", help=argparse.SUPPRESS)
@@ -152,7 +164,7 @@ def main() -> None:
             for n in sorted(args.jobs):
                 case = {"policy": policy, "cluster": args.cluster, "seed": args.seed, "jobs": n,
                         "profile": args.profile, "load": load}  # fmt: skip
-                res = run_isolated(case, args.timeout, args.src)
+                res = run_isolated(case, args.timeout, args.src, args.wall_timeout)
                 print(row(f"synthetic {args.profile}", f"{load:.1f}", policy, n, res, args.timeout), flush=True)
                 if log:
                     log.write(json.dumps({**case, **res}) + "\n")
@@ -165,7 +177,7 @@ def main() -> None:
     if args.philly:
         for policy in [p for p in args.philly_policies.split(",") if p]:
             case = {"policy": policy, "cluster": PHILLY_CLUSTER, "seed": args.seed, "trace": args.philly}
-            res = run_isolated(case, args.timeout, args.src)
+            res = run_isolated(case, args.timeout, args.src, args.wall_timeout)
             print(row(f"philly {os.path.basename(args.philly)}", "-", policy, None, res, args.timeout), flush=True)
             if log:
                 log.write(json.dumps({**case, **res}) + "\n")

@@ -99,6 +99,7 @@ class Tiresias(PreemptiveScheduler):
             return False
         st.level = 0
         st.service_offset = ctx.attained(job)
+        self.rekey(ctx, job)
         return True
 
     def _level(self, ctx: Context, job: Job, slack: float = 0.0) -> int:
@@ -122,5 +123,6 @@ class Tiresias(PreemptiveScheduler):
         if job is None or job.state != RUNNING or job.data.timer != timer:
             return False
         job.data.level = max(job.data.level, self._level(ctx, job, slack=1e-6))
+        self.rekey(ctx, job)
         self._arm(ctx, job)
         return True

@@ -90,6 +90,9 @@ class Consolidate(Placer):
     name = "consolidate"
     split_small_jobs = False
 
+    def __init__(self) -> None:
+        self._sizes: dict[int, tuple[Group, list[int]]] = {}
+
     def spread(self, state: ClusterState, groups: tuple[Group, ...], need: int, worker: int) -> Alloc | None:
         for g in groups:
             size = g.max_gpus
@@ -111,17 +114,23 @@ class Consolidate(Placer):
             return None
         return super().spread(state, groups, need, worker)
 
-    @staticmethod
-    def _could_hold(state: ClusterState, g: Group, need: int, worker: int) -> bool:
+    def _could_hold(self, state: ClusterState, g: Group, need: int, worker: int) -> bool:
         """Whether whole free nodes (plus one remainder node) of ``g`` could ever hold the job;
         when no group could, the job spreads over the nodes with the most free GPUs instead."""
         whole, rest = divmod(need, g.max_gpus)
         if worker > 1 and (g.max_gpus % worker or rest % worker):
             return False
-        sizes = sorted((state.node_gpus[n] for n in g.nodes), reverse=True)
+        sizes = self._node_sizes(state, g)
         if len(sizes) < whole or any(size != g.max_gpus for size in sizes[:whole]):
             return False
         return rest == 0 or (len(sizes) > whole and sizes[whole] >= rest)
+
+    def _node_sizes(self, state: ClusterState, g: Group) -> list[int]:
+        """The GPU counts of the group's nodes, largest first (fixed: sorted once per group)."""
+        held = self._sizes.get(id(g))
+        if held is None or held[0] is not g:  # the group itself is kept, so its id is not reused
+            held = self._sizes[id(g)] = (g, sorted((state.node_gpus[n] for n in g.nodes), reverse=True))
+        return held[1]
 
 
 class BestFit(Placer):

@@ -16,7 +16,7 @@ from __future__ import annotations
 import heapq
 import math
 from collections.abc import Callable
-from functools import partial
+from operator import itemgetter
 
 from sortedcontainers import SortedList
 
@@ -176,6 +176,11 @@ class QueueScheduler(Policy):
 
 
 PriorityKey = Callable[[Context, Job], tuple]
+_first = itemgetter(0)
+
+
+def _key_then_start(row: tuple) -> tuple:
+    return (row[0][0], row[2])
 GUARD_ENDS = "guard-ends"  # timer payload of PreemptiveScheduler: a progress guard has ended
 
 
@@ -190,17 +195,33 @@ def guard_ends(job: Job) -> float:
 class PreemptiveScheduler(Policy):
     """Preemptive scheduler from a dynamic priority and a placer.
 
-    Every round: rank all active jobs by ``priority(ctx, job)`` (lower runs first) and admit
-    jobs in rank order while the sum of their GPUs fits the pool's powered-on GPUs. Each
-    admitted pending job, in rank order, is placed; if it does not fit, running jobs that were
-    not admitted are paused, lowest rank first, until it does - only when releasing their GPUs
-    in a what-if check shows that the placer can then place it; otherwise nothing is paused
-    for it until some job finishes or a running job leaves its progress guard (:func:`guard_ends`:
-    until then it is never a victim). Paused jobs keep their work (checkpointed; the engine
-    charges the restart cost). Then, to stay work-conserving, pending jobs that were not admitted start if
-    they fit, except jobs paused in this round. A round with pending jobs ranks every active
-    job: O(A log A) for A active jobs; a round with none returns at once, and a round where
-    all active jobs fit their pools ranks only the pending ones.
+    Every round: rank all active jobs by ``priority(ctx, job)`` (lower runs first; ties by
+    arrival) and admit jobs in rank order while the sum of their GPUs fits the pool's powered-on
+    GPUs. Each admitted pending job, in rank order, is placed; if it does not fit, running jobs
+    that were not admitted are paused, lowest rank first, until it does - only when releasing
+    their GPUs in a what-if check shows that the placer can then place it; otherwise nothing is
+    paused for it until some job finishes or a running job leaves its progress guard
+    (:func:`guard_ends`: until then it is never a victim). Paused jobs keep their work
+    (checkpointed; the engine charges the restart cost). Then, to stay work-conserving, pending
+    jobs that were not admitted start if they fit, except jobs paused in this round.
+
+    The contract on ``priority``: a pending job's key stays fixed while it waits, and a running
+    job's key never rises (it may fall, e.g. remaining time), unless the policy calls
+    :meth:`rekey` for that job (Tiresias: a demotion, a starvation promotion). With it, a round
+    costs what the cluster holds, not what waits:
+
+    * pending jobs wait in sorted queues per pool and shape, keyed when they arrive, are paused
+      or re-keyed; a round merges the queue heads lazily, so it reads only the jobs it admits
+      or tries;
+    * each pool keeps an upper bound on its running jobs' keys; while every pending job ranks
+      after it, every running job is admitted and nobody is a victim, so the round only places
+      pending jobs in rank order (nothing at all when no GPU is free) without ranking the
+      running jobs;
+    * otherwise the running jobs are ranked (O(R log R) for R running) and merged with the queue
+      heads up to the boundary where the pool is full; the victims are the running jobs past it;
+    * the backfill walks the heads of the shape queues and drops a shape that does not fit.
+
+    A round with no pending job returns at once.
     """
 
     def __init__(self, name: str, priority: PriorityKey, placer: Placer) -> None:
@@ -213,17 +234,63 @@ class PreemptiveScheduler(Policy):
         self.demand: dict[str, float] = {}  # GPUs asked for by active jobs, per pool
         self.exchangeable = not isinstance(placer, RandomFit)
         self.wake_at = -math.inf  # the latest GUARD_ENDS timer
+        # pending jobs: per pool, per shape, (key, idx) sorted; and each pending job's entry
+        self.queues: dict[str, dict[tuple, SortedList]] = {}
+        self.entries: dict[int, tuple] = {}
+        self.running_gpus: dict[str, float] = {}  # per pool
+        self.bound: dict[str, tuple] = {}  # per pool: no running job's (key, idx) is above it
+
+    # ----- bookkeeping ----------------------------------------------------------------------
+    def _queue_key(self, ctx: Context, job: Job) -> tuple:
+        return (ctx.pool_of(job), *job_shape(job))
+
+    def _enqueue(self, ctx: Context, job: Job) -> None:
+        entry = (self.priority(ctx, job), job.idx)
+        self.entries[job.idx] = entry
+        pool = ctx.pool_of(job)
+        shapes = self.queues.setdefault(pool, {})
+        key = self._queue_key(ctx, job)
+        queue = shapes.get(key)
+        if queue is None:
+            queue = shapes[key] = SortedList()
+        queue.add(entry)
+
+    def _dequeue(self, ctx: Context, job: Job) -> None:
+        entry = self.entries.pop(job.idx)
+        shapes = self.queues[ctx.pool_of(job)]
+        key = self._queue_key(ctx, job)
+        queue = shapes[key]
+        queue.remove(entry)
+        if not queue:
+            del shapes[key]
+
+    def _raise_bound(self, pool: str, entry: tuple) -> None:
+        bound = self.bound.get(pool)
+        if bound is None or entry > bound:
+            self.bound[pool] = entry
+
+    def rekey(self, ctx: Context, job: Job) -> None:
+        """Tell the scheduler that ``job``'s priority changed (a pending job's at all, or a
+        running job's upwards) outside the events it sees itself."""
+        if job.idx in self.entries:
+            self._dequeue(ctx, job)
+            self._enqueue(ctx, job)
+        elif job.state == RUNNING:
+            self._raise_bound(ctx.pool_of(job), (self.priority(ctx, job), job.idx))
 
     def on_arrival(self, ctx: Context, job: Job) -> None:
         self.active[job.idx] = job
         self.fractions += job.fractional
         pool = ctx.pool_of(job)
         self.demand[pool] = self.demand.get(pool, 0.0) + job.num_gpus
+        self._enqueue(ctx, job)
 
     def on_finish(self, ctx: Context, job: Job) -> None:
         del self.active[job.idx]
         self.fractions -= job.fractional
-        self.demand[ctx.pool_of(job)] -= job.num_gpus
+        pool = ctx.pool_of(job)
+        self.demand[pool] -= job.num_gpus
+        self.running_gpus[pool] -= job.num_gpus
         self.blocked.clear()  # GPUs were freed: preempting may help again
 
     def on_timer(self, ctx: Context, payload: object) -> bool | None:
@@ -233,64 +300,183 @@ class PreemptiveScheduler(Policy):
             return True
         return None
 
+    # ----- rounds ---------------------------------------------------------------------------
+    def _heads(self, pools) -> list[tuple]:
+        """Heap of (head entry, position, shape key, queue) over the shape queues of ``pools``."""
+        heads = [(queue[0], 0, key, queue) for pool in pools for key, queue in self.queues.get(pool, {}).items()]
+        heapq.heapify(heads)
+        return heads
+
+    def _pending_in_order(self, pools) -> list[Job]:
+        """Pending jobs of ``pools`` in rank order (the merged shape queues)."""
+        heads = self._heads(pools)
+        order: list[Job] = []
+        while heads:
+            entry, pos, key, queue = heapq.heappop(heads)
+            order.append(self.active[entry[1]])
+            if pos + 1 < len(queue):
+                heapq.heappush(heads, (queue[pos + 1], pos + 1, key, queue))
+        return order
+
     def schedule(self, ctx: Context) -> None:
         if ctx.pending_count == 0:
             return  # everyone runs: nothing to rank, nobody to preempt
-        key = partial(self.priority, ctx)
         capacity = ctx.state.pool_gpus_on
         if all(d <= capacity.get(pool, 0) for pool, d in self.demand.items()):
-            self._start_all_fitting(ctx, key)
+            self._start_all_fitting(ctx)
             return
-        ranked = sorted(self.active.values(), key=key)
-        partitioned = ctx.cluster.partitioned
-        capacity: dict[str, float] = dict(ctx.state.pool_gpus_on)
-        open_pools = sum(1 for c in capacity.values() if c > 0)
-        admitted: set[int] = set()
-        waiting: list[Job] = []  # admitted but not running, in rank order
-        for job in ranked:
-            if not open_pools:
-                break  # every pool is full: the rest is not admitted
-            pool = job.tenant if partitioned else ""
-            cap = capacity[pool]
-            if job.num_gpus <= cap:
-                capacity[pool] = cap - job.num_gpus
-                admitted.add(job.idx)
-                if job.state != RUNNING:
-                    waiting.append(job)
-                if capacity[pool] == 0:
-                    open_pools -= 1
-        victims: dict[str, list[Job]] = {}
-        guarded: dict[str, float] = {}  # per pool: the first end of a guard that spares a job
-        for job in sorted((j for j in ctx.running.values() if j.idx not in admitted), key=key):
-            pool = ctx.pool_of(job)
-            until = guard_ends(job)
-            if ctx.now < until:
-                guarded[pool] = min(guarded.get(pool, math.inf), until)
-            else:
-                victims.setdefault(pool, []).append(job)
-        paused: set[int] = set()
-        failed: set[tuple] = set()  # shapes that did not fit since the last pause
-        for job in waiting:
-            self._start_preempting(ctx, job, victims.get(ctx.pool_of(job), []), paused, failed)
-        wake = min((guarded.get(ctx.pool_of(j), math.inf) for j in waiting if j.state != RUNNING), default=math.inf)
-        if wake < math.inf and not ctx.now < self.wake_at <= wake:
-            ctx.set_timer(wake, GUARD_ENDS)
-            self.wake_at = wake
-        state = ctx.state
-        if state.free_total() == 0 and not self.fractions:
-            return  # nothing free to backfill (fractional jobs may still fit on shared GPUs)
-        for job in ranked:
-            if job.state != RUNNING and job.idx not in admitted and job.idx not in paused:
-                if state.free_in(ctx.groups_of(job)) > 0 or job.fractional:
-                    self._try(ctx, job, failed)
+        if all(self._behind_running(pool) for pool in self.queues):
+            self._start_behind_running(ctx, capacity)
+            return
+        self._full_round(ctx)
 
-    def _start_all_fitting(self, ctx: Context, key) -> None:
+    def _behind_running(self, pool: str) -> bool:
+        """Whether every pending job of ``pool`` ranks after every running job of it."""
+        bound = self.bound.get(pool)
+        if bound is None:
+            return True
+        return all(queue[0] > bound for queue in self.queues[pool].values())
+
+    def _start_all_fitting(self, ctx: Context) -> None:
         """Every active job would be admitted, so nobody is a victim: the full round reduces to
         placing the pending jobs in rank order (the same decisions, without ranking everyone)."""
         failed: set[tuple] = set()
-        for job in sorted((j for j in self.active.values() if j.state != RUNNING), key=key):
+        for job in self._pending_in_order(self.queues):
             if not self._try(ctx, job, failed):
                 self.blocked.add(job.idx)
+
+    def _start_behind_running(self, ctx: Context, capacity: dict[str, float]) -> None:
+        """Every pending job ranks after every running job: all running jobs are admitted and
+        none is a victim; pending jobs are admitted in rank order into what the running ones
+        leave of each pool. The same decisions as the full round, without ranking the running."""
+        state = ctx.state
+        if state.free_total() == 0 and not self.fractions:
+            return  # nothing admitted (the pools are full), nothing to backfill
+        left = {pool: capacity.get(pool, 0) - self.running_gpus.get(pool, 0.0) for pool in self.queues}
+        admitted: set[int] = set()
+        failed: set[tuple] = set()
+        for job in self._admit_pending(ctx, left, admitted):
+            if not self._try(ctx, job, failed):
+                self.blocked.add(job.idx)  # no victims: it waits for a finish
+        self._backfill(ctx, admitted, set(), failed)
+
+    def _admit_pending(self, ctx: Context, left: dict[str, float], admitted: set[int]) -> list[Job]:
+        """Pending jobs admitted, in rank order, into ``left`` GPUs per pool (updated); a shape
+        larger than what is left is dropped from the merge (what is left only shrinks)."""
+        heads = self._heads(left)
+        active = self.active
+        chosen: list[Job] = []
+        while heads:
+            entry, pos, key, queue = heapq.heappop(heads)
+            pool = key[0]
+            cap = left[pool]
+            if cap <= 0 or key[1] > cap:
+                continue  # no job of this shape fits what is left of its pool
+            job = active[entry[1]]
+            left[pool] = cap - job.num_gpus
+            admitted.add(job.idx)
+            chosen.append(job)
+            if pos + 1 < len(queue):
+                heapq.heappush(heads, (queue[pos + 1], pos + 1, key, queue))
+        return chosen
+
+    def _full_round(self, ctx: Context) -> None:
+        """Rank each pool's running jobs and merge them with its queue heads up to the boundary
+        where the pool is full: before it the admitted, past it the victims."""
+        priority = self.priority
+        pool_of = ctx.pool_of
+        now = ctx.now
+        capacity = ctx.state.pool_gpus_on
+        running: dict[str, list[tuple]] = {}
+        for pos, job in enumerate(ctx.running.values()):
+            running.setdefault(pool_of(job), []).append(((priority(ctx, job), job.idx), job, pos))
+        admitted: set[int] = set()
+        waiting: list[Job] = []  # admitted but not running
+        victims: dict[str, list[Job]] = {}
+        guarded: dict[str, float] = {}  # per pool: the first end of a guard that spares a job
+        for pool in set(running) | set(self.queues):
+            ranked = running.get(pool, [])
+            ranked.sort(key=_first)
+            if ranked:
+                self.bound[pool] = ranked[-1][0]
+            heads = self._heads([pool])
+            cap = capacity.get(pool, 0)
+            i = 0
+            out: list[tuple] = []  # running jobs not admitted
+            while cap > 0:
+                entry = ranked[i][0] if i < len(ranked) else None
+                if heads and (entry is None or heads[0][0] < entry):
+                    cap = self._admit_head(heads, cap, admitted, waiting)
+                    continue
+                if entry is None:
+                    break
+                row = ranked[i]
+                i += 1
+                job = row[1]
+                if job.num_gpus <= cap:
+                    cap -= job.num_gpus
+                    admitted.add(job.idx)
+                else:
+                    out.append(row)
+            out += ranked[i:]
+            # victims in rank order, equal keys in the order the jobs (re)started
+            out.sort(key=_key_then_start)
+            for _, job, _ in out:
+                until = guard_ends(job)
+                if now < until:
+                    guarded[pool] = min(guarded.get(pool, math.inf), until)
+                else:
+                    victims.setdefault(pool, []).append(job)
+        waiting.sort(key=lambda j: self.entries[j.idx])
+        paused: set[int] = set()
+        failed: set[tuple] = set()  # shapes that did not fit since the last pause
+        hopeless: set[tuple] = set()
+        for job in waiting:
+            self._start_preempting(ctx, job, victims.get(pool_of(job), []), paused, failed, hopeless)
+        wake = min((guarded.get(pool_of(j), math.inf) for j in waiting if j.state != RUNNING), default=math.inf)
+        if wake < math.inf and not ctx.now < self.wake_at <= wake:
+            ctx.set_timer(wake, GUARD_ENDS)
+            self.wake_at = wake
+        self._backfill(ctx, admitted, paused, failed)
+
+    def _admit_head(self, heads: list[tuple], cap: float, admitted: set[int], waiting: list[Job]) -> float:
+        """Admit the best queued job of a pool if it fits ``cap``; a shape that does not fit is
+        dropped (what is left only shrinks). Returns what is left."""
+        entry, pos, shape, queue = heapq.heappop(heads)
+        if shape[1] > cap:
+            return cap  # no job of this shape fits what is left of the pool
+        job = self.active[entry[1]]
+        admitted.add(job.idx)
+        waiting.append(job)
+        if pos + 1 < len(queue):
+            heapq.heappush(heads, (queue[pos + 1], pos + 1, shape, queue))
+        return cap - job.num_gpus
+
+    def _backfill(self, ctx: Context, admitted: set[int], paused: set[int], failed: set[tuple]) -> None:
+        """Work conservation: pending jobs not admitted (nor paused in this round) start, in rank
+        order, where they fit. A shape is dropped once it cannot fit (nothing free in its
+        groups, or, for a deterministic placer, a failed placement): GPUs only get fewer here."""
+        state = ctx.state
+        if state.free_total() == 0 and not self.fractions:
+            return  # nothing free to backfill (fractional jobs may still fit on shared GPUs)
+        heads = self._heads(self.queues)
+        active = self.active
+        while heads:
+            entry, pos, key, queue = heapq.heappop(heads)
+            job = active[entry[1]]
+            if job.idx in admitted or job.idx in paused:
+                pos += 1
+            elif not (job.fractional or state.free_in(ctx.groups_of(job)) > 0):
+                continue  # nothing free for this shape, now or later in the round
+            elif self._try(ctx, job, failed):
+                if state.free_total() == 0 and not self.fractions:
+                    return
+            elif self.exchangeable:
+                continue  # no job of this shape fits
+            else:
+                pos += 1
+            if pos < len(queue):
+                heapq.heappush(heads, (queue[pos], pos, key, queue))
 
     def _try(self, ctx: Context, job: Job, failed: set[tuple]) -> bool:
         """Place and start ``job`` if it fits; remember a shape that does not (the same
@@ -306,42 +492,101 @@ class PreemptiveScheduler(Policy):
         self._start(ctx, job, alloc)
         return True
 
-    def _start_preempting(self, ctx: Context, job: Job, victims: list[Job], paused: set[int], failed: set[tuple]) -> None:
+    def _start_preempting(self, ctx: Context, job: Job, victims: list[Job], paused: set[int], failed: set[tuple],
+                          hopeless: set[tuple]) -> None:  # fmt: skip
+        """Start an admitted job, pausing victims if that makes room. ``hopeless``: shapes whose
+        victim search failed since the last pause (for a deterministic placer the same search
+        fails again, as GPUs only got fewer)."""
         if self._try(ctx, job, failed) or job.idx in self.blocked:
             return
-        chosen = self._victims_that_make_room(ctx, job, victims)
+        shape = (ctx.pool_of(job), *job_shape(job))
+        chosen = None if shape in hopeless else self._victims_that_make_room(ctx, job, victims)
         if chosen is None:
+            if self.exchangeable:
+                hopeless.add(shape)
             self.blocked.add(job.idx)  # no set of victims frees a placement: wait for a finish
             return
         for victim in chosen:
             victims.remove(victim)
-            ctx.pause(victim)
-            self.paused(ctx, victim)
+            self._pause(ctx, victim)
             paused.add(victim.idx)
         failed.clear()
+        hopeless.clear()
         self._try(ctx, job, failed)
 
     def _victims_that_make_room(self, ctx: Context, job: Job, victims: list[Job]) -> list[Job] | None:
         """The fewest lowest-ranked victims whose GPUs, once freed, let the placer place
-        ``job``; found in a what-if check on the cluster state (undone on leaving it)."""
+        ``job``; found in a what-if check on the cluster state (undone on leaving it). For a
+        deterministic placer, whether a job can be placed only grows with the free GPUs, so
+        one check with every candidate released rules out a hopeless search, and no placement
+        is tried while the freed GPUs are fewer than the job needs."""
         state = ctx.state
-        freeable = state.free_in(ctx.groups_of(job)) + sum(v.num_gpus for v in victims)
-        if freeable < job.num_gpus:
+        free = state.free_in(ctx.groups_of(job))
+        if free + sum(v.num_gpus for v in victims) < job.num_gpus:
             return None
+        candidates = [v for v in reversed(victims) if not v.colocated]  # lowest rank first
+        if self.exchangeable and not job.fractional and not self.placer.split_small_jobs:
+            found = self._one_node_victims(ctx, job, candidates)
+            if found is not False:
+                return found
+        if self.exchangeable and not job.fractional:
+            with state.what_if() as release:
+                for victim in candidates:
+                    release(victim.alloc, victim.milli)
+                if self.placer.place(ctx, job) is None:
+                    return None
         chosen: list[Job] = []
         with state.what_if() as release:
-            for victim in reversed(victims):  # lowest rank first
-                if victim.colocated:
-                    continue
+            for victim in candidates:
                 release(victim.alloc, victim.milli)
                 chosen.append(victim)
+                free += victim.num_gpus
+                if self.exchangeable and not job.fractional and free < job.num_gpus:
+                    continue  # the placer refuses a job larger than the free GPUs
                 if self.placer.place(ctx, job) is not None:
                     return chosen
         return None
 
+    @staticmethod
+    def _one_node_victims(ctx: Context, job: Job, candidates: list[Job]) -> list[Job] | None | bool:
+        """The victim search for a job that a placer which never splits a small job must put on
+        one node, in arithmetic instead of a what-if: such a placer places it exactly when some
+        node of its groups has as many free GPUs as it needs. Returns the fewest leading
+        candidates that free such a node, None if none do, False where this does not apply (a
+        job larger than a node, or GPUs shared by several jobs)."""
+        state = ctx.state
+        need = job.num_gpus
+        eligible = {id(g) for g in ctx.groups_of(job) if need <= g.max_gpus}
+        if not eligible:
+            return False
+        groups = state.groups
+        node_group = state.node_group
+        holders = state.gpu_jobs
+        free = state.free
+        gained: dict[int, int] = {}
+        for k, victim in enumerate(candidates):
+            for node, gids in victim.alloc:
+                if any(holders[node][gid] != 1 for gid in gids):
+                    return False
+                after = gained.get(node, free[node]) + len(gids)
+                gained[node] = after
+                if after >= need and id(groups[node_group[node]]) in eligible:
+                    return candidates[: k + 1]
+        return None
+
     def _start(self, ctx: Context, job: Job, alloc) -> None:
+        self._dequeue(ctx, job)
         ctx.start(job, alloc)
+        pool = ctx.pool_of(job)
+        self.running_gpus[pool] = self.running_gpus.get(pool, 0.0) + job.num_gpus
         self.started(ctx, job)
+        self._raise_bound(pool, (self.priority(ctx, job), job.idx))
+
+    def _pause(self, ctx: Context, job: Job) -> None:
+        ctx.pause(job)
+        self.running_gpus[ctx.pool_of(job)] -= job.num_gpus
+        self.paused(ctx, job)
+        self._enqueue(ctx, job)
 
     def started(self, ctx: Context, job: Job) -> None:
         """Hook: this scheduler just started (or resumed) ``job``."""

@@ -39,8 +39,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.optimize import linprog
-from scipy.sparse import csr_matrix
 
 from schedlab.cluster.spec import ClusterSpec
 from schedlab.errors import ConfigError
@@ -64,6 +62,9 @@ class GavelParams:
 def max_min_allocation(speed: np.ndarray, scale: np.ndarray, capacity: np.ndarray) -> np.ndarray:
     """Gavel's max-min fairness LP: ``speed`` jobs x types, ``scale`` GPUs per job, ``capacity``
     GPUs per type; returns ``X`` (jobs x types) of time fractions."""
+    from scipy.optimize import linprog  # imported here: SciPy's solvers take ~0.3 s to import
+    from scipy.sparse import csr_matrix
+
     m, k = speed.shape
     equal = speed @ capacity / capacity.sum()
     if np.any(equal <= 0):

@@ -44,8 +44,6 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-from scipy.optimize import Bounds, LinearConstraint, milp
-from scipy.sparse import coo_matrix
 
 from schedlab.sim.policy import Context, Policy
 from schedlab.policies.common.queues import ClassQueues, job_shape
@@ -84,6 +82,9 @@ def select(candidates: list[Candidate], capacity: dict[int, float]) -> list[int 
     """Solve the lease MILP: for each candidate, the group it is granted, or None."""
     if not candidates:
         return []
+    from scipy.optimize import Bounds, LinearConstraint, milp  # imported here: slow to import, rarely needed
+    from scipy.sparse import coo_matrix
+
     n = len(candidates)
     spot_gpus = sum(c.gpus for c in candidates if not c.hp)
     rows, cols, costs, var_job, var_group = [], [], [], [], []

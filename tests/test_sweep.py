@@ -253,6 +253,31 @@ def test_the_gfs_specs_run_exactly_the_runs_of_the_gfs_benchmark() -> None:
         assert ours == theirs, name
 
 
+def test_the_helios_spec_holds_the_setup_of_the_docs_tables(monkeypatch) -> None:
+    """helios-table3: Philly evaluated 1 Oct - 30 Nov 2017 (history before) on helios-vcs at the
+    three sizing loads and the philly preset; venus 40,000 jobs, 30 training days, preset and sized."""
+    monkeypatch.chdir(REPO)
+    if not (REPO.parent / "shared" / "data" / "pollux").is_dir():
+        pytest.skip("needs ../shared/data/pollux")
+    spec = resolve_dates(load_spec(REPO / "experiments" / "specs" / "helios-table3.toml"))
+    runs = {(c.keys["workload"], c.keys["policy"]): c for c in spec.cells}
+    assert len(runs) == 6 * 4
+    clusters = {w: runs[w, "qssf"].run.cluster for w, _ in runs}
+    assert clusters == {"philly": "helios-vcs", "philly@0.6": "helios-vcs@0.6", "philly@0.5": "helios-vcs@0.5",
+                        "venus": "venus", "venus@0.741": "helios-vcs@0.741", "philly-vcs": "philly"}  # fmt: skip
+    from schedlab.workload.loaders import load_trace
+
+    origin = load_trace(runs["philly", "qssf"].run.workload.trace, "pollux-philly").origin
+    for w in ("philly", "philly@0.6", "philly@0.5", "philly-vcs"):
+        wl = runs[w, "qssf"].run.workload
+        assert wl.window_s == (0.0, (pd.Timestamp("2017-12-01") - origin).total_seconds())
+        assert wl.train_until_s == (pd.Timestamp("2017-10-01") - origin).total_seconds()
+        assert runs[w, "qssf"].fit_cluster == (w == "philly-vcs")
+    for w in ("venus", "venus@0.741"):
+        wl = runs[w, "qssf"].run.workload
+        assert (wl.synthetic, wl.jobs, wl.seed, wl.train_until_s) == ("venus", 40000, 0, 30 * 86400.0)
+
+
 def test_every_shipped_spec_is_valid(monkeypatch) -> None:
     monkeypatch.chdir(REPO)  # their trace paths are relative to the repository root
     have_data = (REPO.parent / "shared" / "data").is_dir()

@@ -3,8 +3,9 @@
 1. Calibration: every target of :data:`schedlab.workload.calibration.VENUS_TARGETS` (value,
    tolerance, source) beside what ``--jobs`` generated jobs show, for several seeds.
 2. Queueing share of JCT (Helios Table 3: FIFO on Venus, September 2020, 52,933 s of 64,702 s =
-   81.8 %): an output, not a target. FIFO on the ``helios_qssf.py`` venus case (history = the
-   first ``--train-days`` days, evaluation = the rest), on the ``venus`` preset and, to find what
+   81.8 %): an output, not a target. FIFO on the venus case of
+   ``experiments/specs/helios-table3.toml`` (history = the first ``--train-days`` days,
+   evaluation = the rest), on the ``venus`` preset and, to find what
    drives it, on the same jobs with other clusters or schedulers: one shared pool of the same
    1,064 GPUs, VCs sized to the jobs' demand (``helios-vcs@0.741``), FIFO with backfilling, and
    a what-if (not calibrated) where no job asks for more than half its VC.
@@ -16,7 +17,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -28,12 +28,19 @@ from schedlab.workload import transforms
 from schedlab.workload.calibration import VENUS_TARGETS, measure
 from schedlab.workload.synthetic import PROFILES, JobClass, generate
 
-sys.path.insert(0, str(Path(__file__).parent))
-from helios_qssf import write_between  # noqa: E402
-
 PAPER_FIFO = (64702.0, 52933.0)  # Helios Table 3, Venus, FIFO: average JCT and queueing (s)
 DAY_S = 86400.0
 BEGIN, END = "<!-- venus_calibration.py: begin -->", "<!-- venus_calibration.py: end -->"
+
+
+def write_between(doc: Path, text: str) -> None:
+    """Replace what lies between the lines :data:`BEGIN` and :data:`END` of ``doc`` with ``text``."""
+    body = doc.read_text()
+    head, begin, rest = body.partition(BEGIN)
+    _, end, tail = rest.partition(END)
+    if not begin or not end:
+        raise SystemExit(f"{doc}: needs the lines {BEGIN} and {END}")
+    doc.write_text(f"{head}{BEGIN}\n{text}{END}{tail}")
 
 
 def fmt(value: float) -> str:
@@ -112,7 +119,7 @@ def main() -> None:
     (args.out / "tables.md").write_text(text)
     (args.out / "results.json").write_text(json.dumps(results, indent=1, default=str))
     if args.doc:
-        write_between(args.doc, text, BEGIN, END)
+        write_between(args.doc, text)
     print(text)
 
 

@@ -174,6 +174,20 @@ BAD_SPECS = {
     "table ratio key not a row": ("[workloads.w]\nsynthetic = 'simple'\n[policies.fifo]\n[[report.tables]]\n"
                                   "rows = ['workload']\nmetrics = ['jct_mean_s']\nratio_to = { policy = 'fifo' }\n",
                                   "report.tables[0].ratio_to.policy"),  # fmt: skip
+    "sized cluster load": ("[workloads.w]\nsynthetic = 'simple'\ncluster = 'helios-vcs@2'\n[policies.fifo]\n",
+                           "workloads.w.cluster"),  # fmt: skip
+    "fit_cluster on a sized cluster": ("[workloads.w]\nsynthetic = 'simple'\ncluster = 'helios-vcs'\nfit_cluster = true\n"
+                                       "[policies.fifo]\n", "workloads.w.fit_cluster"),  # fmt: skip
+    "paper row no cell has": ("[workloads.w]\nsynthetic = 'simple'\n[policies.fifo]\n[[report.tables]]\n"
+                              "metrics = ['jct_mean_s']\npaper.w.sjf = { jct_mean_s = 1 }\n", "report.tables[0].paper.w.sjf"),  # fmt: skip
+    "paper metric not in the table": ("[workloads.w]\nsynthetic = 'simple'\n[policies.fifo]\n[[report.tables]]\n"
+                                      "metrics = ['jct_mean_s']\npaper.w.fifo = { queue_mean_s = 1 }\n",
+                                      "report.tables[0].paper.w.fifo.queue_mean_s"),  # fmt: skip
+    "paper value not a number": ("[workloads.w]\nsynthetic = 'simple'\n[policies.fifo]\n[[report.tables]]\n"
+                                 "metrics = ['jct_mean_s']\npaper.w.fifo = { jct_mean_s = 'fast' }\n",
+                                 "report.tables[0].paper.w.fifo.jct_mean_s"),  # fmt: skip
+    "paper row too short": ("[workloads.w]\nsynthetic = 'simple'\n[policies.fifo]\n[[report.tables]]\n"
+                            "metrics = ['jct_mean_s']\npaper.w = { jct_mean_s = 1 }\n", "report.tables[0].paper.w.jct_mean_s"),  # fmt: skip
     "table unit": ("[workloads.w]\nsynthetic = 'simple'\n[policies.fifo]\n[[report.tables]]\nmetrics = ['jct_mean_s']\n"
                    "units = { jct_mean_s = 'hours' }\n", "report.tables[0].units.jct_mean_s"),  # fmt: skip
 }
@@ -247,6 +261,31 @@ def test_the_gfs_specs_run_exactly_the_runs_of_the_gfs_benchmark() -> None:
         ours = sorted(repr(c.run) for c in load_spec(REPO / "experiments" / "specs" / f"{name}.toml").cells)
         theirs = sorted(repr(bench_run(c, jobs, s)) for c in bench.cells(table) for s in seeds)
         assert ours == theirs, name
+
+
+def test_the_helios_spec_holds_the_setup_of_the_docs_tables(monkeypatch) -> None:
+    """helios-table3: Philly evaluated 1 Oct - 30 Nov 2017 (history before) on helios-vcs at the
+    three sizing loads and the philly preset; venus 40,000 jobs, 30 training days, preset and sized."""
+    monkeypatch.chdir(REPO)
+    if not (REPO.parent / "shared" / "data" / "pollux").is_dir():
+        pytest.skip("needs ../shared/data/pollux")
+    spec = resolve_dates(load_spec(REPO / "experiments" / "specs" / "helios-table3.toml"))
+    runs = {(c.keys["workload"], c.keys["policy"]): c for c in spec.cells}
+    assert len(runs) == 6 * 4
+    clusters = {w: runs[w, "qssf"].run.cluster for w, _ in runs}
+    assert clusters == {"philly": "helios-vcs", "philly@0.6": "helios-vcs@0.6", "philly@0.5": "helios-vcs@0.5",
+                        "venus": "venus", "venus@0.741": "helios-vcs@0.741", "philly-vcs": "philly"}  # fmt: skip
+    from schedlab.workload.loaders import load_trace
+
+    origin = load_trace(runs["philly", "qssf"].run.workload.trace, "pollux-philly").origin
+    for w in ("philly", "philly@0.6", "philly@0.5", "philly-vcs"):
+        wl = runs[w, "qssf"].run.workload
+        assert wl.window_s == (0.0, (pd.Timestamp("2017-12-01") - origin).total_seconds())
+        assert wl.train_until_s == (pd.Timestamp("2017-10-01") - origin).total_seconds()
+        assert runs[w, "qssf"].fit_cluster == (w == "philly-vcs")
+    for w in ("venus", "venus@0.741"):
+        wl = runs[w, "qssf"].run.workload
+        assert (wl.synthetic, wl.jobs, wl.seed, wl.train_until_s) == ("venus", 40000, 0, 30 * 86400.0)
 
 
 def test_every_shipped_spec_is_valid(monkeypatch) -> None:
@@ -495,3 +534,94 @@ def test_fit_cluster_drops_jobs_of_unknown_tenants_and_jobs_larger_than_their_po
     kept, dropped = fit_to_cluster(workload(jobs), shared)  # one pool of 8 GPUs: only size matters
     assert list(kept.jobs["job_id"]) == ["fits-x", "fits-y", "too-big-for-y", "no-pool"]
     assert dropped == 1
+
+
+# --- published values beside ours ------------------------------------------------------------------------
+
+PAPER = """
+[workloads.w]
+synthetic = "simple"
+[workloads."w@2"]
+synthetic = "simple"
+[policies.fifo]
+[policies.sjf]
+
+[[report.tables]]
+title = "beside"
+metrics = ["jct_mean_s", "queued_jobs", "jobs"]
+units = { jct_mean_s = "h" }
+paper.w.fifo = { jct_mean_s = 7200, queued_jobs = 12 }
+paper."w@2".sjf = { jct_mean_s = 1800 }
+
+[[report.tables]]
+title = "ratios"
+where = { policy = "sjf" }
+ratio_to = { policy = "fifo" }
+metrics = ["jct_mean_s"]
+paper.w.sjf = { jct_mean_s = 2.5 }
+"""
+
+
+def test_paper_values_show_in_a_column_beside_each_metric_that_has_them(tmp_path: Path) -> None:
+    from schedlab.experiments.report_html import spec_table, to_markdown
+
+    spec = load_spec(_spec(tmp_path, PAPER))
+    assert spec.tables[0].paper == {("w", "fifo"): {"jct_mean_s": 7200.0, "queued_jobs": 12.0},
+                                    ("w@2", "sjf"): {"jct_mean_s": 1800.0}}  # fmt: skip
+    results = pd.DataFrame({"workload": ["w", "w", "w@2", "w@2"], "policy": ["fifo", "sjf", "fifo", "sjf"],
+                            "jct_mean_s": [9000.0, 4500.0, 360.0, 180.0], "queued_jobs": [10, 5, 1, 0],
+                            "jobs": [20, 20, 3, 3]})  # fmt: skip
+    # Hand-checked: the paper's 7,200 s is 2.00 h (the metric's unit), 1,800 s 0.50 h; no paper column for jobs.
+    assert to_markdown(spec_table(results, spec.tables[0])).splitlines() == [
+        "| workload | policy | jct_mean_s (h) | jct_mean_s (h), paper | queued_jobs | queued_jobs, paper | jobs |",
+        "|---|---|---:|---:|---:|---:|---:|",
+        "| w | fifo | 2.50 | 2.00 | 10 | 12 | 20 |",
+        "| w | sjf | 1.25 | - | 5 | - | 20 |",
+        "| w@2 | fifo | 0.10 | - | 1 | - | 3 |",
+        "| w@2 | sjf | 0.05 | 0.50 | 0 | - | 3 |",
+    ]
+    # In a ratio table the paper's value is the ratio itself: FIFO 9,000 / SJF 4,500 = 2.00x beside 2.50x.
+    ratios = spec_table(results, spec.tables[1])
+    assert ratios.to_dict("records") == [
+        {"workload": "w", "policy": "sjf", "jct_mean_s": "2.00x", "jct_mean_s, paper": "2.50x"},
+        {"workload": "w@2", "policy": "sjf", "jct_mean_s": "2.00x", "jct_mean_s, paper": "-"},
+    ]
+
+
+# --- VCs sized to the evaluation jobs (helios-vcs@LOAD) ----------------------------------------------------
+
+SIZED_TRACE = """job_id,submit_s,duration_s,num_gpus,tenant
+h1,0,1800,64,a
+e1,3600,3600,8,a
+e2,39600,3600,8,a
+e3,7200,36000,8,b
+e4,7200,36000,8,b
+e5,7200,36000,8,b
+"""
+
+
+def test_a_sized_cluster_is_sized_to_the_evaluation_jobs_and_its_vc_loads_are_recorded(tmp_path: Path) -> None:
+    from schedlab.experiments.sweep import prepare_out, run_sweep, write_results
+
+    trace = tmp_path / "jobs.csv"
+    trace.write_text(SIZED_TRACE)
+    text = f"""
+[workloads.t]
+trace = "{trace}"
+format = "csv"
+train_until = 1
+cluster = "helios-vcs@0.6"
+[policies.fifo]
+"""
+    spec = resolve_dates(load_spec(_spec(tmp_path, text)))
+    out = prepare_out(tmp_path / "out", spec, force=False)
+    assert [o.status for o in run_sweep(spec, out, workers=1)] == ["done"]
+    write_results(spec, out)
+    row = pd.read_parquet(out / "results.parquet").iloc[0]
+    # Evaluation = e1..e5 (h1 finished before the split at 1 h), arrival window 3,600..39,600 s = 36,000 s.
+    # VC a: 2 x 8 GPUs x 3,600 s / 36,000 s = 1.6 GPUs -> ceil(1.6 / (0.6 x 8)) = 1 node (its largest job: 1 node).
+    # VC b: 3 x 8 GPUs x 36,000 s / 36,000 s = 24 GPUs -> ceil(24 / 4.8) = 5 nodes. Sized from every job
+    # (h1 included) VC a would need 8 nodes for h1's 64 GPUs.
+    assert (row["cluster"], row["cluster_gpus"], row["history_jobs"], row["jobs"]) == ("helios-vcs@0.6", 48, 1, 5)
+    assert row["vc_offered_load_min"] == pytest.approx(1.6 / 8)  # VC a: 1.6 GPUs of 8
+    assert row["vc_offered_load_max"] == pytest.approx(24 / 40)  # VC b: 24 GPUs of 40

@@ -55,7 +55,8 @@ def write_report(run_dir: Path) -> list[Path]:
 def spec_table(results: pd.DataFrame, table: Table) -> pd.DataFrame:
     """One ``[[report.tables]]`` entry as text cells: a row per value of its ``rows`` keys (in
     grid order), a column per metric, each the mean over the cells that share the row (the
-    seeds); with ``ratio_to``, the baseline row's mean divided by this row's."""
+    seeds); with ``ratio_to``, the baseline row's mean divided by this row's. A metric with
+    ``paper`` values gets a column "LABEL, paper" beside it ("-" for rows without one)."""
     frame = _where(results, table.where)
     missing = [c for c in (*table.rows, *table.metrics) if c not in results.columns]
     if missing:
@@ -73,9 +74,14 @@ def spec_table(results: pd.DataFrame, table: Table) -> pd.DataFrame:
                 pairs = [(value, base) for base, value in pairs]
             means.loc[idx] = [_ratio(top, bottom) for top, bottom in pairs]
     labels = list(table.labels) or [f"{m} ({table.units[m]})" if m in table.units else m for m in table.metrics]
-    body = {label: [_cell(v, table.units.get(m, "x" if table.ratio_to else ""), table.digits) for v in means[m]]
-            for label, m in zip(labels, table.metrics)}  # fmt: skip
     index = means.index.to_frame(index=False).astype(str)
+    rows = [tuple(r) for r in index.itertuples(index=False)]
+    body = {}
+    for label, m in zip(labels, table.metrics):
+        unit = table.units.get(m, "x" if table.ratio_to else "")
+        body[label] = [_cell(v, unit, table.digits) for v in means[m]]
+        if any(m in values for values in table.paper.values()):  # the published value beside ours
+            body[f"{label}, paper"] = [_cell(table.paper.get(row, {}).get(m), unit, table.digits) for row in rows]
     return pd.concat([index, pd.DataFrame(body)], axis=1)
 
 

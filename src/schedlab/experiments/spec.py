@@ -34,7 +34,7 @@ POLICY_KEYS = ("policy", "placer", "params")
 CONFIG_KEYS = tuple(f.name for f in dataclasses.fields(SimConfig))
 TOP_KEYS = ("name", "description", "seeds", "cluster", "workloads", "policies", "config", "report")
 REPORT_KEYS = ("tables", "load_axis")
-TABLE_KEYS = ("title", "rows", "metrics", "labels", "units", "where", "ratio_to", "ratio", "digits")
+TABLE_KEYS = ("title", "rows", "metrics", "labels", "units", "where", "ratio_to", "ratio", "digits", "paper")
 RATIOS = ("baseline/row", "row/baseline")
 TABLE_UNITS = {"s": 1.0, "min": 60.0, "h": 3600.0, "d": 86400.0, "x": 1.0, "%": 0.01, "": 1.0}
 SPOT_PROFILES = ("gfs", "gfs-a100")
@@ -54,6 +54,8 @@ class Table:
     ratio_to: dict[str, Any] = field(default_factory=dict)
     ratio: str = RATIOS[0]
     digits: int = 2
+    # Published values shown beside ours: row (its rows-key values as text) -> metric -> value.
+    paper: dict[tuple[str, ...], dict[str, float]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -147,6 +149,8 @@ def _expand(path: Path, data: dict[str, Any]) -> SweepSpec:
     report = _table(data, "report", "")
     _known(report, REPORT_KEYS, "report.")
     tables = tuple(_report_table(i, t) for i, t in enumerate(_list(report, "tables", "report.")))
+    for i, table in enumerate(tables):
+        _check_paper_rows(f"report.tables[{i}].paper", table, cells)
     load_axis = _get(report, "load_axis", None, _str, "report.")
     return SweepSpec(path, _get(data, "name", path.stem, _str), _get(data, "description", "", _str),
                      tuple(cells), tuple(axes), tables, load_axis)  # fmt: skip
@@ -205,6 +209,8 @@ def _workload_axes(name: str, w: Any, default_cluster: str | None) -> tuple[dict
                 raise _KeyError(at + key, "applies to a trace, not a synthetic workload")
         if "spot_scale" in w and synthetic not in SPOT_PROFILES:
             raise _KeyError(at + "spot_scale", f"needs synthetic {' or '.join(SPOT_PROFILES)}")
+    from schedlab.cluster.sizing import is_sized
+
     for key in ("tenant_prefix", "tenant_map"):
         fixed[key] = _get(w, key, None, _str, at)
     fixed["fit_cluster"] = _get(w, "fit_cluster", False, _bool, at)
@@ -225,15 +231,20 @@ def _workload_axes(name: str, w: Any, default_cluster: str | None) -> tuple[dict
         raise _KeyError(at + "trace", f"no such file: {trace} (relative paths are from the current directory)")
     for cluster in axes["cluster"]:
         _check_cluster(at + "cluster" if "cluster" in w else "cluster", cluster)
+        if fixed["fit_cluster"] and cluster is not None and is_sized(cluster):
+            raise _KeyError(at + "fit_cluster", f"cluster '{cluster}' is sized so that every job fits; leave it out")
     return fixed, axes
 
 
 def _check_cluster(key: str, cluster: str | None) -> None:
+    """A preset or cluster option; ``helios-vcs[@LOAD]`` is sized to each cell's evaluation
+    jobs when it runs (:func:`schedlab.experiments.run.build_run`), so only its LOAD is checked."""
     from schedlab.cluster.presets import load_cluster
+    from schedlab.cluster.sizing import is_sized, parse_load
 
     if cluster is not None:
         try:
-            load_cluster(cluster)
+            parse_load(cluster) if is_sized(cluster) else load_cluster(cluster)
         except (ConfigError, OSError) as exc:
             raise _KeyError(key, str(exc)) from None
 
@@ -308,7 +319,40 @@ def _report_table(i: int, t: Any) -> Table:
     if ratio not in RATIOS:
         raise _KeyError(at + "ratio", f"expected one of {', '.join(repr(r) for r in RATIOS)}, got {ratio!r}")
     return Table(_get(t, "title", f"table {i + 1}", _str, at), rows, metrics, labels, units,
-                 _table(t, "where", at), ratio_to, ratio, _get(t, "digits", 2, _int(minimum=0), at))  # fmt: skip
+                 _table(t, "where", at), ratio_to, ratio, _get(t, "digits", 2, _int(minimum=0), at),
+                 _paper(_table(t, "paper", at), rows, metrics, at + "paper"))  # fmt: skip
+
+
+def _paper(paper: dict, rows: tuple[str, ...], metrics: tuple[str, ...], at: str) -> dict[tuple[str, ...], dict[str, float]]:
+    """``paper``: tables nested one level per ``rows`` key (``paper.philly.fifo``), the innermost
+    a table ``METRIC = VALUE`` of published figures, in the unit of the metric's column."""
+    found: dict[tuple[str, ...], dict[str, float]] = {}
+
+    def walk(table: Any, row: tuple[str, ...], key: str) -> None:
+        if not isinstance(table, dict):
+            raise _KeyError(key, f"expected a table (one level per rows key: {', '.join(rows)})")
+        if len(row) < len(rows):
+            for name, inner in table.items():
+                walk(inner, (*row, name), f"{key}.{name}")
+            return
+        for metric, value in table.items():
+            if metric not in metrics:
+                raise _KeyError(f"{key}.{metric}", f"not one of this table's metrics ({', '.join(metrics)})")
+            found.setdefault(row, {})[metric] = _number(f"{key}.{metric}", value)
+
+    walk(paper, (), at)
+    return found
+
+
+def _check_paper_rows(at: str, table: Table, cells: list[Cell]) -> None:
+    """Each ``paper`` row names values some cell has, as the table shows them (when its rows
+    are keys of the grid; other columns are known only once the cells have run)."""
+    present = {tuple(str(c.keys[r]) for r in table.rows) for c in cells if all(r in c.keys for r in table.rows)}
+    if not present:
+        return
+    for row in table.paper:
+        if row not in present:
+            raise _KeyError(f"{at}.{'.'.join(row)}", f"no cell has {'/'.join(table.rows)} = {'/'.join(row)}")
 
 
 def resolve_dates(spec: SweepSpec) -> SweepSpec:

@@ -23,6 +23,7 @@ import multiprocessing
 import queue
 import shutil
 import signal
+import time
 import traceback
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -47,6 +48,10 @@ RESULTS = "results.parquet"
 # Summary entries that measure the machine, not the schedule: left out of results.parquet so
 # that it repeats byte for byte (they stay in each cell's summary.json).
 MACHINE_KEYS = ("sim_wall_s", "engine_wall_s", "peak_rss_mb")
+# Facts of a cell's workload on its cluster, kept in cell.json and added to its results row:
+# the evaluated jobs ``fit_cluster`` dropped, and the lowest and highest offered load of a pool
+# (a VC; the whole cluster when it is one shared pool), GPU time / (GPUs x arrival window).
+CELL_FACTS = ("dropped_unfit", "vc_offered_load_min", "vc_offered_load_max")
 
 
 @dataclass(frozen=True)
@@ -103,18 +108,26 @@ def _recorded(out: Path, cell: Cell) -> str | None:
 
 
 def run_cell(cell: Cell, out: Path) -> None:
-    """Simulate one cell into its folder (staged: it appears only when complete)."""
+    """Simulate one cell into its folder (staged: it appears only when complete). Its
+    ``cell.json`` records the :data:`CELL_FACTS` of the run's workload on its cluster."""
+    from schedlab.cluster.sizing import offered_loads
     from schedlab.experiments.manifest import _plain
     from schedlab.experiments.outdir import staged
-    from schedlab.experiments.run import simulate_run
+    from schedlab.experiments.run import build_run, execute, write_run
 
     with staged(cell_dir(out, cell), force=True) as stage:
+        wall0 = time.perf_counter()
         record: dict[str, Any] = {"keys": cell.keys, "fingerprint": cell.fingerprint()}
         if cell.fit_cluster:
             history, workload, cluster, record["dropped_unfit"] = _fitted(cell.run)
-            simulate_run(cell.run, stage, workload=workload, history=history, cluster=cluster)
+            built = build_run(cell.run, workload=workload, history=history, cluster=cluster)
         else:
-            simulate_run(cell.run, stage)
+            built = build_run(cell.run)
+        loads = offered_loads(built.workload, built.cluster).values()
+        record["vc_offered_load_min"], record["vc_offered_load_max"] = min(loads), max(loads)
+        result, summary = execute(built)
+        summary["sim_wall_s"] = round(time.perf_counter() - wall0, 3)
+        write_run(stage, result, summary, built.policy)
         record["settings"] = _plain(cell.run)
         (stage / CELL_FILE).write_text(json.dumps(record, indent=2, default=str) + "\n")
 
@@ -281,8 +294,8 @@ def collect_results(spec: SweepSpec, out: Path) -> pd.DataFrame:
         if not is_finished(out, cell):
             continue
         summary = read_summary(cell_dir(out, cell) / "summary.json")
-        if cell.fit_cluster:
-            summary["dropped_unfit"] = json.loads((cell_dir(out, cell) / CELL_FILE).read_text())["dropped_unfit"]
+        record = json.loads((cell_dir(out, cell) / CELL_FILE).read_text())
+        summary.update({k: record[k] for k in CELL_FACTS if k in record})
         metrics = {k: v for k, v in _flatten(summary).items() if k not in MACHINE_KEYS}
         metrics.pop("seed", None)
         rows.append({**cell.keys, "cell": cell.name, **{k: v for k, v in metrics.items() if k not in cell.keys}})

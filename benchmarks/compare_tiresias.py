@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import resource
 import subprocess
@@ -41,6 +42,7 @@ from schedlab.cluster.presets import uniform
 from schedlab.policies.classic.tiresias import Tiresias
 from schedlab.policies.common.placers import Consolidate, FirstFit
 from schedlab.sim.engine import SimConfig, Simulation
+from schedlab.sim.job import RUNNING
 from schedlab.workload.loaders import load_trace
 
 DEFAULT_TRACE = Path(__file__).resolve().parent.parent.parent / "shared" / "data" / "chronus" / "trace_job_Philly_MIX2.csv"
@@ -71,6 +73,83 @@ class SubmitOrder(Tiresias):
     @staticmethod
     def queue_key(ctx, job) -> tuple:
         return (job.data.level, 0, job.submit)
+
+
+class CountRounds(Tiresias):
+    """Ablation: the simulator's round. Admit jobs in queue order while their GPUs fit the
+    cluster's (placement by count), pause every running job that was not admitted and start
+    every admitted one; a job that was not admitted never starts, even where GPUs are free."""
+
+    def schedule(self, ctx) -> None:
+        ranked = sorted(self.active.values(), key=lambda j: self.priority(ctx, j))
+        free = ctx.cluster.total_gpus
+        admitted = []
+        for job in ranked:
+            if job.num_gpus <= free:
+                free -= job.num_gpus
+                admitted.append(job)
+        keep = {job.idx for job in admitted}
+        for job in [j for j in ranked if j.state == RUNNING and j.idx not in keep]:
+            ctx.pause(job)
+            self.paused(ctx, job)
+        for job in admitted:
+            if job.state != RUNNING:
+                self._start(ctx, job, self.placer.place(ctx, job))
+        for job in self._demoted_running:
+            job.data.ahead = job.state == RUNNING
+        self._demoted_running.clear()
+
+
+class SimulatorEvents(CountRounds):
+    """Ablation: :class:`CountRounds` at the simulator's instants. Queue changes are found only
+    when a round runs: at an arrival or completion, or at the one instant the simulator
+    predicts after each round, the earliest of ceil((threshold - t_J) / GPUs) over running jobs
+    (t_J in seconds, not GPU-seconds: late for a multi-GPU job that has run) and of the
+    promotion limits of waiting jobs. Demotions and promotions are applied in arrival order
+    before the round."""
+
+    JUMP = "simulator-jump"
+    jump_at = math.inf
+
+    def _arm(self, ctx, job) -> None:
+        job.data.token += 1  # no timer of its own: queue changes wait for a round
+
+    def paused(self, ctx, job) -> None:
+        super().paused(ctx, job)
+        job.data.token += 1  # drops the promotion timer: promotions are found in rounds
+
+    def on_timer(self, ctx, payload) -> bool:
+        if payload == self.JUMP:
+            return ctx.now == self.jump_at  # an earlier prediction, replaced since, is stale
+        return super().on_timer(ctx, payload)
+
+    def schedule(self, ctx) -> None:
+        knob = self.promote_knob
+        for job in sorted(self.active.values(), key=lambda j: j.idx):
+            st = job.data
+            if job.state == RUNNING:
+                level = self._level(ctx, job)
+                if level != st.level:
+                    self._enter(st, level)
+                    st.ahead = False
+                    self._demoted_running.append(job)
+            elif st.level > 0 and st.paused_at == st.paused_at and math.isfinite(knob):
+                if st.waited_s + ctx.now - st.paused_at >= knob * (ctx.executed(job) - st.executed_offset):
+                    self._promote(ctx, job)
+        super().schedule(ctx)
+        jump = math.inf
+        for job in self.active.values():
+            st = job.data
+            executed = ctx.executed(job) - st.executed_offset
+            if job.state == RUNNING and st.level < len(self.thresholds):
+                jump = min(jump, ctx.now + math.ceil((self.thresholds[st.level] - executed) / job.num_gpus))
+            elif job.state != RUNNING and st.level > 0 and st.paused_at == st.paused_at and math.isfinite(knob):
+                left = knob * executed - (st.waited_s + ctx.now - st.paused_at)
+                if left > 0:
+                    jump = min(jump, ctx.now + int(left))
+        self.jump_at = jump
+        if jump < math.inf:
+            ctx.set_timer(jump, self.JUMP)
 
 
 def write_inputs(trace: Path, unit_s: float, workdir: Path) -> tuple[Path, Path, Path]:

@@ -63,7 +63,7 @@ def test_param_sets_a_tiresias_threshold_and_the_summary_shows_it(tmp_path: Path
     low = json.loads((tmp_path / "low" / "summary.json").read_text())
     default = json.loads((tmp_path / "default" / "summary.json").read_text())
     assert low["params"]["thresholds_gpu_s"] == [50.0, 500.0]
-    assert default["params"]["thresholds_gpu_s"] == [3600.0, 36000.0]
+    assert default["params"]["thresholds_gpu_s"] == [3250.0, 7200.0]
     assert low["preemptions"] != default["preemptions"]
 
 
@@ -85,4 +85,4 @@ def test_a_bad_param_is_one_line_naming_policy_and_key(tmp_path: Path, param: st
 def test_policies_name_lists_parameters_with_defaults() -> None:
     result = CliRunner().invoke(app, ["policies", "tiresias"])
     assert result.exit_code == 0
-    assert "promote_knob" in result.stdout and "3600,36000" in result.stdout
+    assert "promote_knob" in result.stdout and "3250,7200" in result.stdout

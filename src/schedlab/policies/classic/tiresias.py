@@ -1,49 +1,71 @@
 """Tiresias (Gu et al., "Tiresias: A GPU Cluster Manager for Distributed Deep Learning",
-NSDI'19), the discretised two-dimensional least-attained-service scheduler (§3.2, §4.2).
+NSDI'19), the discretised two-dimensional least-attained-service scheduler (§3.2, Algorithm 1).
 
-* A job's attained service is its GPU-seconds so far (GPUs x executed time: the "2D" of 2D-LAS),
-  counted only while it can progress: the stall of a restart (restore) is not service.
-* Queues Q0..QK-1 split by ``thresholds_gpu_s``; a job is demoted when its attained service
-  crosses its queue's threshold. Lower queues run first; inside a queue, FIFO by arrival.
-* Starvation avoidance: a pending job that has waited at least ``promote_knob`` times its last
-  executed run is promoted back to Q0 (the paper's PROMOTEKNOB / STARVELIMIT).
-* Preemptive: a higher-priority pending job pauses lower-priority running ones
-  (checkpointed, so no work is lost; the engine charges the restart cost), but not a restarted
-  job before it has progressed as long as its stall (:func:`schedlab.policies.common.queues.guard_ends`). With both
-  rules a job whose queue threshold is shorter than the stall (128 GPUs cross 3,600 GPU-s in
-  28 s; a pause costs 40 s) still progresses at every run instead of being demoted, paused and
-  promoted again without end.
+* 2D attained service: a job's GPUs x its executed time, W_J x t_J (§3.2). t_J counts only time
+  in which the job can progress: the stall of a restart (restore) is not service.
+* Priority discretisation (MLFQ, §3.2): queues Q0..QK-1 split by ``thresholds_gpu_s``; every
+  job enters Q0 and is demoted to the next queue when W_J x t_J crosses its queue's upper
+  threshold. Lower queues run first.
+* Inside a queue, FIFO (§3.2: 2D-LAS schedules a queue's jobs in FIFO order). As in Tiresias'
+  simulator, FIFO is the order of entry into the queue (arrival, demotion, promotion), and a job
+  that is running stays ahead of the queue's waiting jobs: a job is never preempted for a job of
+  its own queue, a preempted job waits behind the queue's running jobs, and a demoted job enters
+  its new queue behind the jobs already waiting there (for the round of its demotion; it stays
+  ahead of them once that round has kept it running).
+* Starvation avoidance (§3.2, PROMOTEKNOB): a waiting job J is promoted to Q0 once its waiting
+  time delta_J reaches ``promote_knob`` x t_J; both are counted since J's last promotion and
+  reset to 0 by it, and delta_J counts only waiting after J has run since then (a job that has
+  not run is in Q0 and needs no promotion). ``promote_knob=inf`` disables it.
+* Preemptive: a higher-priority waiting job pauses lower-priority running ones (checkpointed,
+  so no work is lost; the engine charges the restart cost), but not a restarted job before it
+  has progressed as long as its stall (:func:`schedlab.policies.common.queues.guard_ends`).
+  With both rules a job whose queue threshold is shorter than the stall (128 GPUs cross
+  3,250 GPU-s in 25 s; a pause costs 40 s) still progresses at every run instead of being
+  demoted, paused and promoted again without end.
+
+Defaults: three queues with thresholds 3,250 and 7,200 GPU-s, as in Tiresias' simulator
+(``jobs.py``; the paper leaves K and the thresholds to the operator and finds K = 2 enough in its
+sensitivity analysis), and ``promote_knob = 8``, one of the knob values that simulator is run with
+(its plain ``dlas-gpu`` has no promotion: ``promote_knob=inf``). The placer is the cluster's
+consolidating one: the paper consolidates jobs whose model is skewed (§3.3) and this simulator
+has no profiler to tell which are not; Tiresias' simulator counts free GPUs only (no placement).
 
 Demotions and promotions happen between events, so each running job sets a timer for the
 instant it will cross its next threshold (counted from the end of its stall), and each paused
-job one for the instant it starves (after ``promote_knob`` x its last run, stall included).
-Deviation: the paper's scheduler runs on a fixed interval; here it runs at every event, every
-threshold crossing and every starvation limit, which is the same decisions without the
+job one for the instant it starves; both tell the scheduler through
+:meth:`~schedlab.policies.common.queues.PreemptiveScheduler.rekey`, as its priority contract
+asks (keys change only at a start, a pause, a demotion or a promotion). Deviation: Tiresias' scheduler runs on a fixed interval
+(its simulator at every arrival, completion and queue change); here it runs at every event,
+every threshold crossing and every starvation limit, which is the same decisions without the
 interval's rounding. Duration is never used: Tiresias is information-agnostic.
 """
 
 from __future__ import annotations
 
 import bisect
+import itertools
+import math
 from dataclasses import dataclass
 
 from schedlab.errors import ConfigError
-from schedlab.policies.common.queues import GUARD_ENDS, PreemptiveScheduler
 from schedlab.policies.common.placers import Placer
+from schedlab.policies.common.queues import GUARD_ENDS, PreemptiveScheduler
 from schedlab.policies.params import help_field
 from schedlab.sim.job import RUNNING, Job
 from schedlab.sim.policy import Context
 
-_PROMOTE = -1  # timer id of a starvation check; demotion timers count up from 1
+_DEMOTE, _PROMOTE = 0, 1  # timer kinds; a timer's payload is (job index, kind, token)
 
 
 @dataclass(slots=True)
 class _LasState:
     level: int = 0
-    service_offset: float = 0.0  # attained service at the last promotion
-    last_run_s: float = 0.0
-    run_started_at: float = 0.0
-    timer: int = 0  # id of the job's live demotion timer
+    seq: int = 0  # order of entry into its queue (FIFO inside the queue)
+    ahead: bool = False  # running since before this round: ahead of the queue's waiting jobs
+    executed_offset: float = 0.0  # executed seconds at the last promotion (t_J counts from there)
+    waited_s: float = 0.0  # delta_J up to the last start: waiting since the last promotion
+    paused_at: float = math.nan  # start of the current wait, NaN when it does not count
+    token: int = 0  # the job's live timer; older ones are stale
 
 
 @dataclass(frozen=True)
@@ -51,78 +73,115 @@ class TiresiasParams:
     """Tiresias' queue thresholds and starvation knob."""
 
     thresholds_gpu_s: tuple[float, ...] = help_field(
-        (3600.0, 36000.0), "attained GPU-seconds at which a job leaves each queue for the next (increasing)")
-    promote_knob: float = help_field(8.0, "a paused job waiting this many times its last run returns to Q0")
+        (3250.0, 7200.0), "attained GPU-seconds at which a job leaves each queue for the next (increasing)")
+    promote_knob: float = help_field(
+        8.0, "PROMOTEKNOB: a waiting job returns to Q0 once its waiting time reaches this many times its "
+             "executed time (both since its last promotion); inf disables")  # fmt: skip
 
 
 class Tiresias(PreemptiveScheduler):
-    """Discretised 2D-LAS with starvation promotion."""
+    """Discretised 2D-LAS with FIFO queues and starvation promotion."""
 
     def __init__(
         self,
         placer: Placer,
         *,
-        thresholds_gpu_s: tuple[float, ...] = (3600.0, 36000.0),
-        promote_knob: float = 8.0,
+        thresholds_gpu_s: tuple[float, ...] = TiresiasParams.thresholds_gpu_s,
+        promote_knob: float = TiresiasParams.promote_knob,
     ) -> None:
         if list(thresholds_gpu_s) != sorted(thresholds_gpu_s) or any(t <= 0 for t in thresholds_gpu_s):
             raise ConfigError("Tiresias thresholds must be positive and increasing")
-        super().__init__("tiresias", self._rank, placer)
+        if not promote_knob > 0:
+            raise ConfigError(f"Tiresias promote_knob must be positive (inf disables promotion), got {promote_knob}")
+        super().__init__("tiresias", self.queue_key, placer)
         self.thresholds = tuple(thresholds_gpu_s)
         self.promote_knob = promote_knob
-
-    def on_arrival(self, ctx: Context, job: Job) -> None:
-        job.data = _LasState()
-        super().on_arrival(ctx, job)
+        self._entries = itertools.count(1)
+        self._demoted_running: list[Job] = []  # demoted in this round's events while running
 
     @staticmethod
-    def _rank(ctx: Context, job: Job) -> tuple[int, float]:
-        return (job.data.level, job.submit)
+    def queue_key(ctx: Context, job: Job) -> tuple[int, int, int]:
+        """(queue, 0 for a job ahead of the queue's waiting jobs else 1, order of entry)."""
+        st: _LasState = job.data
+        return (st.level, 0 if st.ahead else 1, st.seq)
+
+    def on_arrival(self, ctx: Context, job: Job) -> None:
+        job.data = _LasState(seq=next(self._entries))
+        super().on_arrival(ctx, job)
+
+    def schedule(self, ctx: Context) -> None:
+        super().schedule(ctx)
+        for job in self._demoted_running:  # kept running by this round: now ahead of the waiting
+            job.data.ahead = job.state == RUNNING
+        self._demoted_running.clear()
 
     def started(self, ctx: Context, job: Job) -> None:
-        job.data.run_started_at = ctx.now
+        st: _LasState = job.data
+        if st.paused_at == st.paused_at:  # not NaN: this wait counts towards delta_J
+            st.waited_s += ctx.now - st.paused_at
+        st.paused_at = math.nan
+        st.ahead = True
         self._arm(ctx, job)
 
     def paused(self, ctx: Context, job: Job) -> None:
         st: _LasState = job.data
-        st.level = max(st.level, self._level(ctx, job))
-        st.last_run_s = ctx.now - st.run_started_at
-        if st.level > 0 and st.last_run_s > 0:
-            ctx.set_timer(ctx.now + self.promote_knob * st.last_run_s, (job.idx, _PROMOTE))
+        self._enter(st, self._level(ctx, job))
+        st.ahead = False
+        st.token += 1
+        executed = ctx.executed(job) - st.executed_offset
+        if executed <= 0:
+            return  # not run since its promotion: this wait does not count
+        st.paused_at = ctx.now
+        if st.level > 0 and math.isfinite(self.promote_knob):  # Q0 needs no promotion
+            starves_at = ctx.now + max(self.promote_knob * executed - st.waited_s, 0.0)
+            ctx.set_timer(starves_at, (job.idx, _PROMOTE, st.token))
 
-    def _promote(self, ctx: Context, job: Job | None) -> bool:
-        """Starvation avoidance: back to Q0 once pending for promote_knob x its last run."""
-        if job is None or job.state == RUNNING:
-            return False
-        st: _LasState = job.data
-        if st.level == 0 or st.last_run_s <= 0 or ctx.now < job.queued_since + self.promote_knob * st.last_run_s:
-            return False
-        st.level = 0
-        st.service_offset = ctx.attained(job)
-        self.rekey(ctx, job)
-        return True
+    def _enter(self, st: _LasState, level: int) -> None:
+        """Move to queue ``level`` (if it is another), at its back."""
+        if level != st.level:
+            st.level = level
+            st.seq = next(self._entries)
 
     def _level(self, ctx: Context, job: Job, slack: float = 0.0) -> int:
-        return bisect.bisect_right(self.thresholds, ctx.attained(job) - job.data.service_offset + slack)
+        served = job.num_gpus * (ctx.executed(job) - job.data.executed_offset)
+        return max(job.data.level, bisect.bisect_right(self.thresholds, served + slack))
 
     def _arm(self, ctx: Context, job: Job) -> None:
-        """Timer for the instant the job crosses its next threshold (and leaves its queue)."""
+        """Timer for the instant the running job crosses its next threshold (and leaves its queue)."""
         st: _LasState = job.data
-        st.timer += 1
+        st.token += 1
         if st.level < len(self.thresholds):
-            left = self.thresholds[st.level] - (ctx.attained(job) - st.service_offset)
-            ctx.set_timer(max(ctx.now, job.stall_until) + max(left, 0.0) / job.num_gpus, (job.idx, st.timer))
+            left = self.thresholds[st.level] / job.num_gpus - (ctx.executed(job) - st.executed_offset)
+            ctx.set_timer(max(ctx.now, job.stall_until) + max(left, 0.0), (job.idx, _DEMOTE, st.token))
 
     def on_timer(self, ctx: Context, payload: object) -> bool:
         if payload == GUARD_ENDS:
-            return super().on_timer(ctx, payload)
-        idx, timer = payload  # type: ignore[misc]
+            return bool(super().on_timer(ctx, payload))
+        idx, kind, token = payload  # type: ignore[misc]
         job = self.active.get(idx)
-        if timer == _PROMOTE:
-            return self._promote(ctx, job)
-        if job is None or job.state != RUNNING or job.data.timer != timer:
+        if job is None or job.data.token != token:
             return False
-        job.data.level = max(job.data.level, self._level(ctx, job, slack=1e-6))
-        self.rekey(ctx, job)
+        if kind == _PROMOTE:
+            return self._promote(ctx, job)
+        st: _LasState = job.data
+        level = self._level(ctx, job, slack=1e-6)
+        if level != st.level:
+            self._enter(st, level)
+            st.ahead = False  # at the back of its new queue, behind the jobs waiting there
+            self._demoted_running.append(job)
+            self.rekey(ctx, job)  # a running job's key rose
         self._arm(ctx, job)
+        return True
+
+    def _promote(self, ctx: Context, job: Job) -> bool:
+        """Starvation avoidance: back to Q0, t_J and delta_J reset."""
+        st: _LasState = job.data
+        if job.state == RUNNING or st.level == 0:
+            return False
+        self._enter(st, 0)
+        st.executed_offset = ctx.executed(job)
+        st.waited_s = 0.0
+        st.paused_at = math.nan
+        st.token += 1
+        self.rekey(ctx, job)  # a waiting job's key changed: back into its queue at the new key
         return True

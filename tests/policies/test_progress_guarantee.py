@@ -96,6 +96,20 @@ def test_shortest_first_lets_a_restarted_job_progress(build) -> None:
     assert jobs.loc["L", "end_s"] < jobs["end_s"].drop("L").max()  # L progressed during the stream
 
 
+@pytest.mark.parametrize("build", [classic.srtf, lambda placer: Tiresias(placer, thresholds_gpu_s=(320.0, 3200.0))],
+                         ids=["srtf", "tiresias"])  # fmt: skip
+def test_under_the_kill_model_a_run_reaches_a_checkpoint_before_it_is_paused(build) -> None:
+    # a pause kills: L restarts from its last 100 s checkpoint. A 15 s job every 50 s leaves L
+    # about 35 s between them, so without the guard L lost every run until the stream ended
+    rows = [job("L", 0.0, 8, 600.0, checkpoint_interval_s=100.0)]
+    rows += [job(f"s{i}", 5.0 + 50 * i, 8, 15.0) for i in range(40)]
+    config = SimConfig(checkpoint_model="kill", horizon_s=1e5)
+    jobs = by_id(simulate(rows, cluster([8]), Checked(build(Consolidate())), config))
+    assert jobs["finished"].all()
+    assert jobs.loc["L", "end_s"] < jobs["end_s"].drop("L").max()  # L progressed during the stream
+    assert jobs.loc["L", "preemptions"] <= 600.0 / 100.0  # every run kept a checkpoint's work
+
+
 def test_without_restart_costs_nothing_is_guarded() -> None:
     rows = [job("L", 0.0, 8, 600.0)] + [job(f"s{i}", 5.0 + 50 * i, 8, 15.0) for i in range(4)]
     free = SimConfig(checkpoint_s=0.0, restore_s=0.0, restart_s=0.0)

@@ -179,6 +179,25 @@ PriorityKey = Callable[[Context, Job], tuple]
 _first = itemgetter(0)
 
 
+def kill_guard_ends(ctx: Context, job: Job) -> float:
+    """:func:`guard_ends`, and under a checkpoint model whose pause kills (``kill``: the job
+    restarts from its last periodic checkpoint) also until the run has reached a checkpoint:
+    until then a pause would throw away everything the run did, so a job whose queue changes
+    faster than its checkpoint interval would never progress. A job never checkpointed
+    (``inf``) is then never a victim."""
+    until = guard_ends(job)
+    if ctx.migration_cost(job)[1] <= 0:
+        return until  # a pause keeps the work (or this run has nothing to lose)
+    interval = job.ckpt_interval
+    progress = job.work - ctx.remaining(job)
+    if math.isinf(interval) or job.rate <= 0:
+        return math.inf
+    next_checkpoint = (math.floor(job.saved_progress / interval) + 1) * interval
+    if progress >= next_checkpoint:
+        return until  # this run has kept work already
+    return max(until, max(ctx.now, job.stall_until) + (next_checkpoint - progress) / job.rate)
+
+
 def _key_then_start(row: tuple) -> tuple:
     return (row[0][0], row[2])
 GUARD_ENDS = "guard-ends"  # timer payload of PreemptiveScheduler: a progress guard has ended
@@ -201,7 +220,8 @@ class PreemptiveScheduler(Policy):
     that were not admitted are paused, lowest rank first, until it does - only when releasing
     their GPUs in a what-if check shows that the placer can then place it; otherwise nothing is
     paused for it until some job finishes or a running job leaves its progress guard
-    (:func:`guard_ends`: until then it is never a victim). Paused jobs keep their work
+    (:func:`guard_ends`, and under the ``kill`` checkpoint model until the run has reached a
+    checkpoint, :func:`kill_guard_ends`: until then it is never a victim). Paused jobs keep their work
     (checkpointed; the engine charges the restart cost). Then, to stay work-conserving, pending
     jobs that were not admitted start if they fit, except jobs paused in this round.
 
@@ -422,7 +442,7 @@ class PreemptiveScheduler(Policy):
             # victims in rank order, equal keys in the order the jobs (re)started
             out.sort(key=_key_then_start)
             for _, job, _ in out:
-                until = guard_ends(job)
+                until = kill_guard_ends(ctx, job)
                 if now < until:
                     guarded[pool] = min(guarded.get(pool, math.inf), until)
                 else:

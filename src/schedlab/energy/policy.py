@@ -27,7 +27,7 @@ from collections import deque
 from dataclasses import dataclass, field
 from pathlib import Path
 from collections.abc import Iterator
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -35,14 +35,9 @@ import pandas as pd
 from schedlab.energy.ces import CESConfig, arrival_check, history_trend, periodic_check
 from schedlab.energy.report import plot_nodes, table5
 from schedlab.extras import require
-from schedlab.sim.policy import Context, Policy
+from schedlab.sim.policy import Context, Policy, WrappedPolicy
 from schedlab.predict.node_demand import ForecastConfig, NodeDemandForecaster, smape
 from schedlab.sim.job import PENDING, Job
-
-if TYPE_CHECKING:
-    from schedlab.cluster.spec import ClusterSpec
-    from schedlab.sim.engine import SimConfig
-    from schedlab.sim.perf import PerfModel
 
 DEFAULT_ORIGIN = "2020-01-06"  # a Monday: calendar features for workloads without dates
 
@@ -57,7 +52,7 @@ class _Log:
     off_watts: list[float] = field(default_factory=list)
 
 
-class CESPolicy(Policy):
+class CESPolicy(WrappedPolicy):
     """Wrap ``inner`` with the CES service (or vanilla DRS when ``config.use_forecast`` is False)."""
 
     def __init__(
@@ -72,7 +67,7 @@ class CESPolicy(Policy):
     ) -> None:
         if config.use_forecast:
             require("lightgbm", "CES")  # now, not when the forecaster first trains days into the run
-        self.inner = inner
+        super().__init__(inner)
         self.config = config
         self.name = f"{inner.name}+{'ces' if config.use_forecast else 'drs'}"
         self.forecast_config = forecast or ForecastConfig(step=f"{int(config.check_s)}s")
@@ -94,20 +89,6 @@ class CESPolicy(Policy):
         self.log = _Log()
         self._issued: list[tuple[int, list[float]]] = []  # (sample index, forecast after it)
         self._nodes = 0
-
-    # ----- delegation -------------------------------------------------------------------------
-    def __getattr__(self, name: str) -> Any:
-        """Anything else (e.g. a predictor's ``report`` hook) is the inner policy's."""
-        if name == "inner":
-            raise AttributeError(name)
-        return getattr(self.inner, name)
-
-    @property
-    def jobs_per_gpu(self) -> int:  # type: ignore[override]
-        return self.inner.jobs_per_gpu
-
-    def perf_model(self, cluster: ClusterSpec, config: SimConfig) -> PerfModel | None:
-        return self.inner.perf_model(cluster, config)
 
     def setup(self, ctx: Context) -> None:
         self.inner.setup(ctx)

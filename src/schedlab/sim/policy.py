@@ -169,3 +169,48 @@ class Policy:
     def artifacts(self, out_dir: Any) -> Iterator[Any]:
         """Write extra files of the run into ``out_dir`` (a :class:`pathlib.Path`); yield their paths."""
         return iter(())
+
+
+class WrappedPolicy(Policy):
+    """A policy around another (``inner``): every callback, ``jobs_per_gpu``, the perf model and
+    any other attribute (e.g. a predictor's) are the inner policy's until a subclass overrides
+    them. The CES service and the ``+defrag`` wrappers are built on it."""
+
+    def __init__(self, inner: Policy) -> None:
+        self.inner = inner
+
+    def __getattr__(self, name: str) -> Any:
+        if name == "inner":
+            raise AttributeError(name)
+        return getattr(self.inner, name)
+
+    @property
+    def jobs_per_gpu(self) -> int:  # type: ignore[override]
+        return self.inner.jobs_per_gpu
+
+    def perf_model(self, cluster: ClusterSpec, config: SimConfig) -> PerfModel | None:
+        return self.inner.perf_model(cluster, config)
+
+    def setup(self, ctx: Context) -> None:
+        self.inner.setup(ctx)
+
+    def on_arrival(self, ctx: Context, job: Job) -> None:
+        self.inner.on_arrival(ctx, job)
+
+    def on_finish(self, ctx: Context, job: Job) -> None:
+        self.inner.on_finish(ctx, job)
+
+    def on_timer(self, ctx: Context, payload: object) -> bool | None:
+        return self.inner.on_timer(ctx, payload)
+
+    def on_node_on(self, ctx: Context, node: int) -> None:
+        self.inner.on_node_on(ctx, node)
+
+    def schedule(self, ctx: Context) -> None:
+        self.inner.schedule(ctx)
+
+    def report(self, jobs: pd.DataFrame) -> dict[str, Any]:
+        return self.inner.report(jobs)
+
+    def artifacts(self, out_dir: Any) -> Iterator[Any]:
+        return self.inner.artifacts(out_dir)

@@ -39,21 +39,18 @@ inner policy may still start another job on the freed nodes.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from schedlab.policies.common.placers import Placer
 from schedlab.policies.params import as_dict, help_field
 from schedlab.sim.job import PENDING, RUNNING, Job
-from schedlab.sim.policy import Context, Policy
+from schedlab.sim.policy import Context, Policy, WrappedPolicy
 
 if TYPE_CHECKING:
     import pandas as pd
 
-    from schedlab.cluster.spec import ClusterSpec
-    from schedlab.sim.engine import SimConfig
-    from schedlab.sim.perf import PerfModel
 
 
 @dataclass(frozen=True)
@@ -75,11 +72,11 @@ class Plan:
     cost: float
 
 
-class Defrag(Policy):
+class Defrag(WrappedPolicy):
     """Wrap ``inner``: after each of its rounds, migrate small jobs to place a blocked gang job."""
 
     def __init__(self, inner: Policy, placer: Placer, *, gain_ratio: float = 1.0, max_moves: int = 16) -> None:
-        self.inner = inner
+        super().__init__(inner)
         self.placer = placer
         self.name = f"{inner.name}+defrag"
         self.gain_ratio = gain_ratio
@@ -89,22 +86,7 @@ class Defrag(Policy):
         self.moves = 0
         self.declined = 0  # plans dropped because the cost exceeded the gain
 
-    # ----- delegation -------------------------------------------------------------------------
-    def __getattr__(self, name: str) -> Any:
-        if name == "inner":
-            raise AttributeError(name)
-        return getattr(self.inner, name)
-
-    @property
-    def jobs_per_gpu(self) -> int:  # type: ignore[override]
-        return self.inner.jobs_per_gpu
-
-    def perf_model(self, cluster: ClusterSpec, config: SimConfig) -> PerfModel | None:
-        return self.inner.perf_model(cluster, config)
-
-    def setup(self, ctx: Context) -> None:
-        self.inner.setup(ctx)
-
+    # ----- bookkeeping -------------------------------------------------------------------------
     def on_arrival(self, ctx: Context, job: Job) -> None:
         self.inner.on_arrival(ctx, job)
         if job.num_gpus > 1:
@@ -114,18 +96,9 @@ class Defrag(Policy):
         self.gangs.pop(job.idx, None)
         self.inner.on_finish(ctx, job)
 
-    def on_timer(self, ctx: Context, payload: object) -> bool | None:
-        return self.inner.on_timer(ctx, payload)
-
-    def on_node_on(self, ctx: Context, node: int) -> None:
-        self.inner.on_node_on(ctx, node)
-
     def report(self, jobs: pd.DataFrame) -> dict[str, Any]:
         return {**self.inner.report(jobs),
                 "defrag": {"repairs": self.repairs, "moves": self.moves, "declined": self.declined}}  # fmt: skip
-
-    def artifacts(self, out_dir: Any) -> Iterator[Any]:
-        return self.inner.artifacts(out_dir)
 
     # ----- the repair -------------------------------------------------------------------------
     def schedule(self, ctx: Context) -> None:

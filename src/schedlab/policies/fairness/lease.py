@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import heapq
 import math
+from abc import ABC, abstractmethod
 from collections import defaultdict
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -59,7 +60,7 @@ class LeaseState:
     baseline: float = 0.0  # for subclasses (ASTRAEA: deserved-GPU-time baseline)
 
 
-class LeaseScheduler(Policy):
+class LeaseScheduler(Policy, ABC):
     """Two-phase lease scheduler; subclasses give :meth:`group_key` and :meth:`job_key`."""
 
     def __init__(self, name: str, placer: Placer, *, lease_s: float, tick_s: float = 10.0,
@@ -91,14 +92,14 @@ class LeaseScheduler(Policy):
         """The group's weight: its share, 1 when no shares were given."""
         return 1.0 if self.shares is None else self.shares.get(group, 1.0)
 
+    @abstractmethod
     def group_key(self, ctx: Context, group: str, next_gpus: float) -> float:
         """Rank of a group, lowest served first; ``next_gpus`` = GPUs it will hold over the next
         lease if the round ended now (its unexpired jobs plus what the round granted it)."""
-        raise NotImplementedError
 
+    @abstractmethod
     def job_key(self, ctx: Context, job: Job) -> tuple:
         """Rank of a candidate job inside its group, lowest served first."""
-        raise NotImplementedError
 
     def arrived(self, ctx: Context, job: Job) -> None:
         """Hook: a job arrived (its ``job.data`` is set)."""

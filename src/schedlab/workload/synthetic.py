@@ -471,6 +471,23 @@ def lognormal_mean_sigma(mean: float, sigma: float) -> LognormalMix:
 _HP_WORK = lognormal_mean_p99(_HP_JCT - _HP_JQT, _HP_JCT_P99)
 
 
+def _gfs_a100_class(name: str, pod_pct: tuple[float, ...], gang: float, duration: LognormalMix) -> JobClass:
+    """One priority class of the gfs-a100 profile: Table 3's task share, pod GPU mix and gang share."""
+    probs = normalised(pod_pct)
+    return JobClass(
+        name=name,
+        share=GFS_A100_TASKS[name] / sum(GFS_A100_TASKS.values()),
+        gpu_values=_POD_GPUS,
+        gpu_probs=probs,
+        solo_gpu_probs=solo_mix(_POD_GPUS, probs, gang),
+        per_worker=True,
+        gang_share=gang,
+        worker_values=_GANG_PODS,
+        worker_probs=_GANG_POD_PROBS,
+        duration=duration,
+    )
+
+
 @dataclass(frozen=True)
 class GfsA100Profile(GfsProfile):
     """The GFS paper's simulated A100 cluster (ASPLOS '26, §4.1, Tables 3 and 5); origin 2024-04-01.
@@ -518,30 +535,8 @@ class GfsA100Profile(GfsProfile):
     cluster_gpus: int = 2296
     jobs_per_day: float | None = sum(GFS_A100_TASKS.values()) / GFS_A100_DAYS
     classes: tuple[JobClass, ...] = (
-        JobClass(
-            name="hp",
-            share=GFS_A100_TASKS["hp"] / sum(GFS_A100_TASKS.values()),
-            gpu_values=_POD_GPUS,
-            gpu_probs=normalised(_HP_POD_PCT),
-            solo_gpu_probs=solo_mix(_POD_GPUS, normalised(_HP_POD_PCT), _HP_GANG),
-            per_worker=True,
-            gang_share=_HP_GANG,
-            worker_values=_GANG_PODS,
-            worker_probs=_GANG_POD_PROBS,
-            duration=_HP_WORK,
-        ),
-        JobClass(
-            name="spot",
-            share=GFS_A100_TASKS["spot"] / sum(GFS_A100_TASKS.values()),
-            gpu_values=_POD_GPUS,
-            gpu_probs=normalised(_SPOT_POD_PCT),
-            solo_gpu_probs=solo_mix(_POD_GPUS, normalised(_SPOT_POD_PCT), _SPOT_GANG),
-            per_worker=True,
-            gang_share=_SPOT_GANG,
-            worker_values=_GANG_PODS,
-            worker_probs=_GANG_POD_PROBS,
-            duration=lognormal_mean_sigma(_SPOT_JCT - _SPOT_JQT, _HP_WORK.sigmas[0]),
-        ),
+        _gfs_a100_class("hp", _HP_POD_PCT, _HP_GANG, _HP_WORK),
+        _gfs_a100_class("spot", _SPOT_POD_PCT, _SPOT_GANG, lognormal_mean_sigma(_SPOT_JCT - _SPOT_JQT, _HP_WORK.sigmas[0])),
     )
     duration: LognormalMix = _HP_WORK
     max_duration_s: float = 7 * 86400.0

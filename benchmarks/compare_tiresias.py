@@ -90,14 +90,11 @@ class CountRounds(Tiresias):
                 admitted.append(job)
         keep = {job.idx for job in admitted}
         for job in [j for j in ranked if j.state == RUNNING and j.idx not in keep]:
-            ctx.pause(job)
-            self.paused(ctx, job)
+            self._pause(ctx, job)
         for job in admitted:
             if job.state != RUNNING:
                 self._start(ctx, job, self.placer.place(ctx, job))
-        for job in self._demoted_running:
-            job.data.ahead = job.state == RUNNING
-        self._demoted_running.clear()
+        self.settle_demoted(ctx)
 
 
 class SimulatorEvents(CountRounds):

@@ -82,6 +82,8 @@ class TiresiasParams:
 class Tiresias(PreemptiveScheduler):
     """Discretised 2D-LAS with FIFO queues and starvation promotion."""
 
+    static_keys = True  # keys change at a start, pause, demotion or promotion, each re-keyed
+
     def __init__(
         self,
         placer: Placer,
@@ -111,8 +113,15 @@ class Tiresias(PreemptiveScheduler):
 
     def schedule(self, ctx: Context) -> None:
         super().schedule(ctx)
-        for job in self._demoted_running:  # kept running by this round: now ahead of the waiting
-            job.data.ahead = job.state == RUNNING
+        self.settle_demoted(ctx)
+
+    def settle_demoted(self, ctx: Context) -> None:
+        """After a round: the jobs demoted while running that it kept running are now ahead of
+        their new queue's waiting jobs."""
+        for job in self._demoted_running:
+            if job.state == RUNNING and not job.data.ahead:
+                job.data.ahead = True
+                self.rekey(ctx, job)
         self._demoted_running.clear()
 
     def started(self, ctx: Context, job: Job) -> None:

@@ -125,6 +125,50 @@ class Consolidate(Placer):
             return False
         return rest == 0 or (len(sizes) > whole and sizes[whole] >= rest)
 
+    def fewest_releases(self, state: ClusterState, groups: tuple[Group, ...], need: int, worker: int,
+                        allocs: list) -> int | None | bool:  # fmt: skip
+        """How many leading ``allocs`` (the GPUs of running jobs) must be released before
+        :meth:`spread` places a job of ``need`` GPUs, larger than a node: counted from the
+        free-GPU counts (whole free nodes, and nodes with room for the remainder) instead of
+        trial placements. None if all of them are not enough; False where the count does not
+        apply (several groups, mixed node sizes, a shape the group can never hold, GPUs shared
+        by several jobs, or a job that would fit already)."""
+        if len(groups) != 1:
+            return False
+        g = groups[0]
+        size = g.max_gpus
+        if need <= size or self._node_sizes(state, g)[-1] != size or not self._could_hold(state, g, need, worker):
+            return False
+        whole, rest = divmod(need, size)
+        full = len(g.buckets[size])
+        roomy = sum(len(g.buckets[k]) for k in range(rest, size)) if rest else 0  # room for the remainder
+
+        def fits() -> bool:
+            return full >= whole and (rest == 0 or full > whole or roomy > 0)
+
+        if fits():
+            return False
+        free = state.free
+        holders = state.gpu_jobs
+        gained: dict[int, int] = {}
+        for k, alloc in enumerate(allocs):
+            for node, gids in alloc:
+                if any(holders[node][gid] != 1 for gid in gids):
+                    return False
+                if state.groups[state.node_group[node]] is not g:
+                    continue
+                before = gained.get(node, free[node])
+                after = gained[node] = before + len(gids)
+                if rest and rest <= before < size:
+                    roomy -= 1
+                if after == size:
+                    full += 1
+                elif rest and after >= rest:
+                    roomy += 1
+            if fits():
+                return k + 1
+        return None
+
     def _node_sizes(self, state: ClusterState, g: Group) -> list[int]:
         """The GPU counts of the group's nodes, largest first (fixed: sorted once per group)."""
         held = self._sizes.get(id(g))

@@ -13,14 +13,16 @@
 
 from __future__ import annotations
 
+import bisect
 import heapq
+import itertools
 import math
 from collections.abc import Callable
 from operator import itemgetter
 
 from sortedcontainers import SortedList
 
-from schedlab.policies.common.placers import Placer, RandomFit
+from schedlab.policies.common.placers import Consolidate, Placer, RandomFit, worker_size
 from schedlab.sim.job import RUNNING, Job
 from schedlab.sim.policy import Context, Policy
 
@@ -176,7 +178,7 @@ class QueueScheduler(Policy):
 
 
 PriorityKey = Callable[[Context, Job], tuple]
-_first = itemgetter(0)
+_third = itemgetter(2)
 
 
 def kill_guard_ends(ctx: Context, job: Job) -> float:
@@ -199,7 +201,7 @@ def kill_guard_ends(ctx: Context, job: Job) -> float:
 
 
 def _key_then_start(row: tuple) -> tuple:
-    return (row[0][0], row[2])
+    return (row[0], row[3])
 GUARD_ENDS = "guard-ends"  # timer payload of PreemptiveScheduler: a progress guard has ended
 
 
@@ -244,6 +246,12 @@ class PreemptiveScheduler(Policy):
     A round with no pending job returns at once.
     """
 
+    static_keys = False
+    """True for a policy whose running jobs' keys change only when it calls :meth:`rekey` (up
+    or down): the scheduler then keeps them sorted between rounds instead of ranking them in
+    each full round. The keys must be distinct (victims with equal keys would otherwise go in
+    arrival order, not start order)."""
+
     def __init__(self, name: str, priority: PriorityKey, placer: Placer) -> None:
         self.name = name
         self.priority = priority
@@ -259,6 +267,9 @@ class PreemptiveScheduler(Policy):
         self.entries: dict[int, tuple] = {}
         self.running_gpus: dict[str, float] = {}  # per pool
         self.bound: dict[str, tuple] = {}  # per pool: no running job's (key, idx) is above it
+        # with static_keys: each pool's running jobs, (key, idx) sorted, and each one's entry
+        self.ranked: dict[str, SortedList] = {}
+        self.run_entries: dict[int, tuple] = {}
 
     # ----- bookkeeping ----------------------------------------------------------------------
     def _queue_key(self, ctx: Context, job: Job) -> tuple:
@@ -289,14 +300,33 @@ class PreemptiveScheduler(Policy):
         if bound is None or entry > bound:
             self.bound[pool] = entry
 
+    def _run_add(self, ctx: Context, job: Job) -> None:
+        """A job started (or was re-keyed while running): note its key."""
+        pool = ctx.pool_of(job)
+        entry = (self.priority(ctx, job), job.idx, job.num_gpus)
+        if self.static_keys:
+            ranked = self.ranked.get(pool)
+            if ranked is None:
+                ranked = self.ranked[pool] = SortedList()
+            ranked.add(entry)
+            self.run_entries[job.idx] = entry
+        else:
+            self._raise_bound(pool, entry[:2])
+
+    def _run_remove(self, ctx: Context, job: Job) -> None:
+        """A running job stopped (finished, paused, or is being re-keyed)."""
+        if self.static_keys:
+            self.ranked[ctx.pool_of(job)].remove(self.run_entries.pop(job.idx))
+
     def rekey(self, ctx: Context, job: Job) -> None:
-        """Tell the scheduler that ``job``'s priority changed (a pending job's at all, or a
-        running job's upwards) outside the events it sees itself."""
+        """Tell the scheduler that ``job``'s priority changed outside the events it sees itself:
+        a pending job's at all; a running job's upwards, or with :attr:`static_keys` at all."""
         if job.idx in self.entries:
             self._dequeue(ctx, job)
             self._enqueue(ctx, job)
         elif job.state == RUNNING:
-            self._raise_bound(ctx.pool_of(job), (self.priority(ctx, job), job.idx))
+            self._run_remove(ctx, job)
+            self._run_add(ctx, job)
 
     def on_arrival(self, ctx: Context, job: Job) -> None:
         self.active[job.idx] = job
@@ -311,6 +341,7 @@ class PreemptiveScheduler(Policy):
         pool = ctx.pool_of(job)
         self.demand[pool] -= job.num_gpus
         self.running_gpus[pool] -= job.num_gpus
+        self._run_remove(ctx, job)
         self.blocked.clear()  # GPUs were freed: preempting may help again
 
     def on_timer(self, ctx: Context, payload: object) -> bool | None:
@@ -352,7 +383,11 @@ class PreemptiveScheduler(Policy):
 
     def _behind_running(self, pool: str) -> bool:
         """Whether every pending job of ``pool`` ranks after every running job of it."""
-        bound = self.bound.get(pool)
+        if self.static_keys:
+            ranked = self.ranked.get(pool)
+            bound = ranked[-1] if ranked else None
+        else:
+            bound = self.bound.get(pool)
         if bound is None:
             return True
         return all(queue[0] > bound for queue in self.queues[pool].values())
@@ -402,62 +437,128 @@ class PreemptiveScheduler(Policy):
 
     def _full_round(self, ctx: Context) -> None:
         """Rank each pool's running jobs and merge them with its queue heads up to the boundary
-        where the pool is full: before it the admitted, past it the victims."""
-        priority = self.priority
+        where the pool is full: before it the admitted, past it the victims. Victims and their
+        progress guards are read only for a pool where an admitted job needs them."""
         pool_of = ctx.pool_of
-        now = ctx.now
         capacity = ctx.state.pool_gpus_on
-        running: dict[str, list[tuple]] = {}
-        for pos, job in enumerate(ctx.running.values()):
-            running.setdefault(pool_of(job), []).append(((priority(ctx, job), job.idx), job, pos))
+        running = None if self.static_keys else self._rank_running(ctx)
         admitted: set[int] = set()
         waiting: list[Job] = []  # admitted but not running
+        outside: dict[str, list[tuple]] = {}  # per pool: running rows not admitted, rank order
+        for pool in self.queues:
+            heads = self._heads([pool])
+            if not heads:
+                continue
+            cap = capacity.get(pool, 0)
+            if running is None:  # the running jobs ranked before every pending one are admitted
+                rows = self._ranked_after(pool, heads[0][0])
+                sums = list(itertools.accumulate(map(_third, rows), initial=0))
+                cap -= self.running_gpus.get(pool, 0.0) - sums[-1]
+            else:
+                rows = running.get(pool, [])
+                sums = list(itertools.accumulate(map(_third, rows), initial=0))
+            outside[pool] = self._merge(rows, heads, cap, admitted, waiting, None if self.fractions else sums)
+        waiting.sort(key=lambda j: self.entries[j.idx])
         victims: dict[str, list[Job]] = {}
         guarded: dict[str, float] = {}  # per pool: the first end of a guard that spares a job
-        for pool in set(running) | set(self.queues):
-            ranked = running.get(pool, [])
-            ranked.sort(key=_first)
-            if ranked:
-                self.bound[pool] = ranked[-1][0]
-            heads = self._heads([pool])
-            cap = capacity.get(pool, 0)
-            i = 0
-            out: list[tuple] = []  # running jobs not admitted
-            while cap > 0:
-                entry = ranked[i][0] if i < len(ranked) else None
-                if heads and (entry is None or heads[0][0] < entry):
-                    cap = self._admit_head(heads, cap, admitted, waiting)
-                    continue
-                if entry is None:
-                    break
-                row = ranked[i]
-                i += 1
-                job = row[1]
-                if job.num_gpus <= cap:
-                    cap -= job.num_gpus
-                    admitted.add(job.idx)
-                else:
-                    out.append(row)
-            out += ranked[i:]
-            # victims in rank order, equal keys in the order the jobs (re)started
-            out.sort(key=_key_then_start)
-            for _, job, _ in out:
-                until = kill_guard_ends(ctx, job)
-                if now < until:
-                    guarded[pool] = min(guarded.get(pool, math.inf), until)
-                else:
-                    victims.setdefault(pool, []).append(job)
-        waiting.sort(key=lambda j: self.entries[j.idx])
         paused: set[int] = set()
         failed: set[tuple] = set()  # shapes that did not fit since the last pause
         hopeless: set[tuple] = set()
         for job in waiting:
-            self._start_preempting(ctx, job, victims.get(pool_of(job), []), paused, failed, hopeless)
-        wake = min((guarded.get(pool_of(j), math.inf) for j in waiting if j.state != RUNNING), default=math.inf)
+            if self._try(ctx, job, failed) or job.idx in self.blocked:
+                continue
+            pool = pool_of(job)
+            if pool not in victims:
+                victims[pool] = self._unguarded(ctx, outside[pool], guarded, pool)
+            self._start_preempting(ctx, job, victims[pool], paused, failed, hopeless)
+        unstarted = {pool_of(j) for j in waiting if j.state != RUNNING}
+        for pool in unstarted - victims.keys():
+            self._unguarded(ctx, outside[pool], guarded, pool)
+        wake = min((guarded.get(pool, math.inf) for pool in unstarted), default=math.inf)
         if wake < math.inf and not ctx.now < self.wake_at <= wake:
             ctx.set_timer(wake, GUARD_ENDS)
             self.wake_at = wake
         self._backfill(ctx, admitted, paused, failed)
+
+    def _merge(self, rows: list[tuple], heads: list[tuple], cap: float, admitted: set[int], waiting: list[Job],
+               sums: list[float] | None) -> list[tuple]:  # fmt: skip
+        """Walk a pool's running ``rows`` ((key, idx, GPUs, ...), rank order) and queue ``heads``
+        in rank order while ``cap`` GPUs are left: a pending job is admitted if it fits (into
+        ``admitted`` and ``waiting``), a running one keeps its GPUs if they fit. Returns the
+        running rows not admitted, in rank order. With ``sums`` (the rows' running GPU totals,
+        for whole GPU counts, where they are exact) the longest stretch of running rows that
+        fits is admitted in one step, so a walk costs O(heads + rows left out), not O(rows)."""
+        out: list[tuple] = []
+        n = len(rows)
+        i = 0
+        while cap > 0 and i < n:
+            head = heads[0][0] if heads else None
+            if head is not None and head < rows[i]:
+                cap = self._admit_head(heads, cap, admitted, waiting)
+                continue
+            j = n if head is None else bisect.bisect_left(rows, head, i)
+            if sums is None:
+                while i < j and cap > 0:
+                    row = rows[i]
+                    i += 1
+                    if row[2] <= cap:
+                        cap -= row[2]
+                    else:
+                        out.append(row)
+                continue
+            while i < j and cap > 0:
+                k = bisect.bisect_right(sums, sums[i] + cap, i, j + 1) - 1  # rows i..k-1 fit
+                cap -= sums[k] - sums[i]
+                i = k
+                if i < j and cap > 0:
+                    out.append(rows[i])  # the next one does not
+                    i += 1
+        while cap > 0 and heads:
+            cap = self._admit_head(heads, cap, admitted, waiting)
+        out += rows[i:]
+        return out
+
+    def _unguarded(self, ctx: Context, rows: list[tuple], guarded: dict[str, float], pool: str) -> list[Job]:
+        """The jobs of ``rows`` that may be paused now, lowest rank first (equal keys in the
+        order they (re)started); notes in ``guarded[pool]`` the first end of a guard that spares
+        one."""
+        if not self.static_keys:
+            rows = sorted(rows, key=_key_then_start)
+        now = ctx.now
+        active = self.active
+        victims: list[Job] = []
+        first = math.inf
+        for row in rows:
+            job = active[row[1]]
+            until = kill_guard_ends(ctx, job)
+            if now < until:
+                first = min(first, until)
+            else:
+                victims.append(job)
+        if first < math.inf:
+            guarded[pool] = first
+        return victims
+
+    def _rank_running(self, ctx: Context) -> dict[str, list[tuple]]:
+        """Each pool's running jobs as (key, idx, GPUs, start position), in rank order; the
+        pool's bound is now exact."""
+        priority = self.priority
+        pool_of = ctx.pool_of
+        running: dict[str, list[tuple]] = {}
+        for pos, job in enumerate(ctx.running.values()):
+            running.setdefault(pool_of(job), []).append((priority(ctx, job), job.idx, job.num_gpus, pos))
+        for pool, ranked in running.items():
+            ranked.sort()
+            self.bound[pool] = ranked[-1][:2]
+        return running
+
+    def _ranked_after(self, pool: str, head: tuple) -> list[tuple]:
+        """With :attr:`static_keys`: the pool's running jobs ranked after ``head`` (the best
+        pending entry) as (key, idx, GPUs) rows. Those ranked before it are all admitted (they
+        run, so together they fit), so a round reads only the running jobs a pending job
+        outranks."""
+        ranked = self.ranked.get(pool)
+        return list(ranked.islice(ranked.bisect_left(head))) if ranked else []
 
     def _admit_head(self, heads: list[tuple], cap: float, admitted: set[int], waiting: list[Job]) -> float:
         """Admit the best queued job of a pool if it fits ``cap``; a shape that does not fit is
@@ -514,11 +615,9 @@ class PreemptiveScheduler(Policy):
 
     def _start_preempting(self, ctx: Context, job: Job, victims: list[Job], paused: set[int], failed: set[tuple],
                           hopeless: set[tuple]) -> None:  # fmt: skip
-        """Start an admitted job, pausing victims if that makes room. ``hopeless``: shapes whose
-        victim search failed since the last pause (for a deterministic placer the same search
-        fails again, as GPUs only got fewer)."""
-        if self._try(ctx, job, failed) or job.idx in self.blocked:
-            return
+        """Start an admitted job that does not fit as things are, pausing victims if that makes
+        room. ``hopeless``: shapes whose victim search failed since the last pause (for a
+        deterministic placer the same search fails again, as GPUs only got fewer)."""
         shape = (ctx.pool_of(job), *job_shape(job))
         chosen = None if shape in hopeless else self._victims_that_make_room(ctx, job, victims)
         if chosen is None:
@@ -549,6 +648,13 @@ class PreemptiveScheduler(Policy):
             found = self._one_node_victims(ctx, job, candidates)
             if found is not False:
                 return found
+        if isinstance(self.placer, Consolidate) and not job.fractional:
+            count = self.placer.fewest_releases(state, ctx.groups_of(job), int(job.num_gpus), worker_size(job),
+                                                [v.alloc for v in candidates])  # fmt: skip
+            if count is None:
+                return None
+            if count is not False:
+                return candidates[:count]
         if self.exchangeable and not job.fractional:
             with state.what_if() as release:
                 for victim in candidates:
@@ -600,9 +706,10 @@ class PreemptiveScheduler(Policy):
         pool = ctx.pool_of(job)
         self.running_gpus[pool] = self.running_gpus.get(pool, 0.0) + job.num_gpus
         self.started(ctx, job)
-        self._raise_bound(pool, (self.priority(ctx, job), job.idx))
+        self._run_add(ctx, job)
 
     def _pause(self, ctx: Context, job: Job) -> None:
+        self._run_remove(ctx, job)
         ctx.pause(job)
         self.running_gpus[ctx.pool_of(job)] -= job.num_gpus
         self.paused(ctx, job)

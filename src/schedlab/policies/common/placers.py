@@ -45,6 +45,30 @@ class Placer:
 
     split_small_jobs = True
 
+    def fewest_releases(self, state: ClusterState, groups: tuple[Group, ...], need: int, worker: int,
+                        allocs: list) -> int | None | bool:  # fmt: skip
+        """How many leading ``allocs`` (the GPUs of running jobs) must be released before this
+        placer places a job of ``need`` whole GPUs, counted instead of found by trial
+        placements; None if all of them are not enough, False where the count does not apply
+        (then trial placements decide). Here: a placer that splits any job over nodes places
+        single-GPU workers exactly when the free GPUs of the groups number ``need``."""
+        if not self.split_small_jobs or worker != 1 or type(self).spread is not Placer.spread:
+            return False
+        free = state.free_in(groups)
+        if free >= need:
+            return False
+        eligible = {id(g) for g in groups}
+        holders = state.gpu_jobs
+        for k, alloc in enumerate(allocs):
+            for node, gids in alloc:
+                if any(holders[node][gid] != 1 for gid in gids):
+                    return False
+                if id(state.groups[state.node_group[node]]) in eligible:
+                    free += len(gids)
+            if free >= need:
+                return k + 1
+        return None
+
     def single_node(self, state: ClusterState, groups: tuple[Group, ...], need: int) -> int | None:
         """Best-fit by default: the node with the fewest free GPUs that still fit, lowest id first."""
         best: int | None = None
@@ -127,12 +151,9 @@ class Consolidate(Placer):
 
     def fewest_releases(self, state: ClusterState, groups: tuple[Group, ...], need: int, worker: int,
                         allocs: list) -> int | None | bool:  # fmt: skip
-        """How many leading ``allocs`` (the GPUs of running jobs) must be released before
-        :meth:`spread` places a job of ``need`` GPUs, larger than a node: counted from the
-        free-GPU counts (whole free nodes, and nodes with room for the remainder) instead of
-        trial placements. None if all of them are not enough; False where the count does not
-        apply (several groups, mixed node sizes, a shape the group can never hold, GPUs shared
-        by several jobs, or a job that would fit already)."""
+        """:meth:`Placer.fewest_releases` for a job larger than a node, from whole free nodes
+        and nodes with room for the remainder. False also for several groups, mixed node
+        sizes, a shape the group can never hold, or GPUs shared by several jobs."""
         if len(groups) != 1:
             return False
         g = groups[0]

@@ -22,7 +22,7 @@ from operator import itemgetter
 
 from sortedcontainers import SortedList
 
-from schedlab.policies.common.placers import Consolidate, Placer, RandomFit, worker_size
+from schedlab.policies.common.placers import Placer, RandomFit, worker_size
 from schedlab.sim.job import RUNNING, Job
 from schedlab.sim.policy import Context, Policy
 
@@ -648,7 +648,7 @@ class PreemptiveScheduler(Policy):
             found = self._one_node_victims(ctx, job, candidates)
             if found is not False:
                 return found
-        if isinstance(self.placer, Consolidate) and not job.fractional:
+        if self.exchangeable and not job.fractional:
             count = self.placer.fewest_releases(state, ctx.groups_of(job), int(job.num_gpus), worker_size(job),
                                                 [v.alloc for v in candidates])  # fmt: skip
             if count is None:

@@ -1,5 +1,8 @@
 """How simulation cost grows with the number of jobs: CPU time, peak memory and jobs/s per
 (policy, load, size), and the fitted exponent b of CPU ~ jobs^b (least squares on log-log).
+"rounds" counts the scheduling rounds (one per instant at which something changed); CPU per
+round, and the exponent of CPU ~ rounds^b, separate what a round costs from how many rounds
+a policy's decisions make (preemptions add rounds; a saturated workload makes more of them).
 
 Each run is a fresh Python process (its own peak RSS) under a CPU-time limit (``--timeout``,
 and a wall-time one for a starved process); CPU time is that
@@ -59,6 +62,15 @@ def measure(case: dict[str, Any]) -> dict[str, Any]:
                             load=case["load"])  # fmt: skip
     options = PolicyOptions(seed=case["seed"], submissions=workload.jobs.loc[:, list(SUBMITTED_COLUMNS)])
     policy = make_policy(case["policy"], rng=np.random.default_rng(case["seed"]), options=options)
+    rounds = 0
+    schedule = policy.schedule
+
+    def counted(ctx) -> None:  # the engine calls this once per instant at which something changed
+        nonlocal rounds
+        rounds += 1
+        schedule(ctx)
+
+    policy.schedule = counted  # type: ignore[method-assign]
     c0 = cpu_s()
     result = Simulation(workload, cluster, policy, seed=case["seed"]).run()
     c1 = cpu_s()
@@ -70,6 +82,7 @@ def measure(case: dict[str, Any]) -> dict[str, Any]:
         "peak_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
         "finished": int(jobs["finished"].sum()),
         "preemptions": int(jobs["preemptions"].sum()),
+        "rounds": rounds,
     }
 
 
@@ -100,7 +113,8 @@ def run_isolated(case: dict[str, Any], timeout_s: float, src: str | None, wall_s
 
 
 def exponent(points: list[tuple[int, float]]) -> float | None:
-    """Least-squares slope of log(CPU) on log(jobs); None with fewer than two sizes."""
+    """Least-squares slope of log(CPU) on log(size) (jobs, or scheduling rounds); None with fewer
+    than two sizes."""
     if len(points) < 2:
         return None
     xs = [math.log(n) for n, _ in points]
@@ -112,18 +126,20 @@ def exponent(points: list[tuple[int, float]]) -> float | None:
 
 def row(label: str, load: str, policy: str, jobs: int | None, res: dict[str, Any], timeout_s: float) -> str:
     if res.get("timeout"):
-        cells = [label, load, policy, f"{jobs:,}" if jobs else "-", f"> {timeout_s:,.0f}", "-", "-", "-", "-"]
+        cells = [label, load, policy, f"{jobs:,}" if jobs else "-", f"> {timeout_s:,.0f}"] + ["-"] * 6
     elif "error" in res:
-        cells = [label, load, policy, f"{jobs:,}" if jobs else "-", "error", "-", "-", "-", res["error"][:80]]
+        cells = [label, load, policy, f"{jobs:,}" if jobs else "-", "error"] + ["-"] * 5 + [res["error"][:80]]
     else:
         cells = [label, load, policy, f"{res['jobs']:,}", f"{res['sim_cpu_s']:,.1f}", f"{res['cpu_s']:,.1f}",
                  f"{res['jobs'] / max(res['sim_cpu_s'], 1e-9):,.0f}", f"{res['peak_mb']:,.0f}",
+                 f"{res['rounds']:,}", f"{1e6 * res['sim_cpu_s'] / max(res['rounds'], 1):,.0f}",
                  f"{res['preemptions']:,}"]  # fmt: skip
     return "| " + " | ".join(cells) + " |"
 
 
 HEADER = ("| workload | load | policy | jobs | simulate CPU (s) | process CPU (s) | jobs/s (simulate CPU) "
-          "| peak RSS (MB) | preemptions |\n|---|--:|---|--:|--:|--:|--:|--:|--:|")  # fmt: skip
+          "| peak RSS (MB) | rounds | CPU per round (us) | preemptions |\n"
+          "|---|--:|---|--:|--:|--:|--:|--:|--:|--:|--:|")  # fmt: skip
 
 
 def main() -> None:
@@ -157,10 +173,11 @@ def main() -> None:
           f"profile {args.profile}, seed {args.seed}, timeout {args.timeout:.0f} s\n")  # fmt: skip
     print(HEADER, flush=True)
     log = open(args.json, "a") if args.json else None  # noqa: SIM115
-    fits: list[tuple[str, float, float | None]] = []
+    fits: list[tuple[str, float, float | None, float | None]] = []
     for load in args.loads:
         for policy in policies:
             points: list[tuple[int, float]] = []
+            per_round: list[tuple[int, float]] = []
             for n in sorted(args.jobs):
                 case = {"policy": policy, "cluster": args.cluster, "seed": args.seed, "jobs": n,
                         "profile": args.profile, "load": load}  # fmt: skip
@@ -172,8 +189,9 @@ def main() -> None:
                 if "sim_cpu_s" not in res:
                     break
                 points.append((n, res["sim_cpu_s"]))
+                per_round.append((res["rounds"], res["sim_cpu_s"]))
             if points:
-                fits.append((policy, load, exponent(points)))
+                fits.append((policy, load, exponent(points), exponent(per_round)))
     if args.philly:
         for policy in [p for p in args.philly_policies.split(",") if p]:
             case = {"policy": policy, "cluster": PHILLY_CLUSTER, "seed": args.seed, "trace": args.philly}
@@ -185,9 +203,9 @@ def main() -> None:
     if log:
         log.close()
     if fits:
-        print("\n| policy | load | exponent (CPU ~ jobs^b) |\n|---|--:|--:|")
-        for policy, load, b in fits:
-            print(f"| {policy} | {load:.1f} | {'-' if b is None else f'{b:.2f}'} |")
+        print("\n| policy | load | exponent (CPU ~ jobs^b) | exponent (CPU ~ rounds^b) |\n|---|--:|--:|--:|")
+        for policy, load, b, c in fits:
+            print(f"| {policy} | {load:.1f} | {'-' if b is None else f'{b:.2f}'} | {'-' if c is None else f'{c:.2f}'} |")
 
 
 if __name__ == "__main__":

@@ -239,8 +239,14 @@ class PreemptiveScheduler(Policy):
       after it, every running job is admitted and nobody is a victim, so the round only places
       pending jobs in rank order (nothing at all when no GPU is free) without ranking the
       running jobs;
-    * otherwise the running jobs are ranked (O(R log R) for R running) and merged with the queue
-      heads up to the boundary where the pool is full; the victims are the running jobs past it;
+    * otherwise the running jobs are ranked (O(R log R) for R running; with :attr:`static_keys`
+      they are kept sorted and only those ranked after the best pending job are read) and
+      merged with the queue heads up to the boundary where the pool is full, a stretch of
+      running jobs that fits at once in one step; the victims are the running jobs past it;
+    * victims and their progress guards are read only for a pool where an admitted job does not
+      fit, and the placer counts how many victims it needs where it can
+      (:meth:`~schedlab.policies.common.placers.Placer.fewest_releases`) instead of trying
+      placements on released GPUs;
     * the backfill walks the heads of the shape queues and drops a shape that does not fit.
 
     A round with no pending job returns at once.

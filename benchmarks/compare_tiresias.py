@@ -169,6 +169,17 @@ def write_inputs(trace: Path, unit_s: float, workdir: Path) -> tuple[Path, Path,
     return sim_trace, spec, shim
 
 
+def check_python2(python: str) -> None:
+    """Stop with a clear message unless ``python`` runs Python 2 (the simulator is Python 2 code)."""
+    try:
+        out = subprocess.run([python, "-c", "import sys; print(sys.version_info[0])"], capture_output=True, text=True,
+                             env=os.environ | {"PYENV_VERSION": "2.7.18"}, check=False).stdout.strip()  # fmt: skip
+    except FileNotFoundError:
+        out = "not found"
+    if out != "2":
+        raise SystemExit(f"--python {python}: the Tiresias simulator needs Python 2.7 ({python} gives: {out or 'no answer'})")
+
+
 def run_simulator(checkout: Path, workdir: Path, schedule: str, reuse: bool, python: list[str]) -> Run:
     """Run (or with ``reuse`` read back) one schedule of Tiresias' simulator; its CPU time is the
     subprocess' user + system time."""
@@ -274,11 +285,14 @@ def main() -> None:
     parser.add_argument("--schedules", default=",".join(SCHEDULES), help=f"simulator schedules, of {', '.join(SCHEDULES)}")
     parser.add_argument("--workdir", type=Path, default=None, help="scratch directory (default: a new temp dir)")
     parser.add_argument("--reuse", action="store_true", help="reuse the simulator's logs from an earlier run in --workdir")
-    parser.add_argument("--python", default="python", help="the Python 2.7 command (run with PYENV_VERSION=2.7.18)")
+    parser.add_argument("--python", default="python2.7",
+                        help="the Python 2.7 command the simulator runs with (with PYENV_VERSION=2.7.18 for pyenv)")  # fmt: skip
     args = parser.parse_args()
     checkout = args.simulator.resolve()
     if not (checkout / "simulator" / "run_sim.py").exists():
         raise SystemExit(f"{checkout} is not a Tiresias checkout (no simulator/run_sim.py)")
+    if not args.reuse:
+        check_python2(args.python)
     schedules = [s.strip() for s in args.schedules.split(",") if s.strip()]
     unknown = [s for s in schedules if s not in SCHEDULES]
     if unknown:

@@ -128,6 +128,11 @@ class CheckpointModel:
             return StopCost(0.5 * self.iteration_s(job) + self.checkpoint_s * scale, self.restore_s * scale)
         return StopCost(self.checkpoint_s * scale / self.speedup, self.restore_s * scale / self.speedup)
 
+    @property
+    def pause_kills(self) -> bool:
+        """Whether :meth:`pause` (and so :meth:`migration`) kills the job under this model."""
+        return self.name == "kill"
+
     def migration(self, job: Job) -> StopCost:
         """The cost of moving ``job`` now: a pause and a restore on the new GPUs."""
         return self.pause(job)

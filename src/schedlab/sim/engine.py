@@ -322,6 +322,10 @@ class Simulation:
         progress = job.work - self.remaining(job)
         return cost.stall_s, progress - job.checkpointed(progress)
 
+    @property
+    def pause_kills(self) -> bool:
+        return self.checkpoints.pause_kills
+
     def pool_of(self, job: Job) -> str:
         """The node pool a job may use: its tenant in a partitioned cluster, else the shared pool."""
         return job.tenant if self.cluster.partitioned else ""

@@ -102,6 +102,12 @@ class Context(Protocol):
         """What migrating running ``job`` now would cost under the run's checkpoint model:
         (stall seconds on its new GPUs, reference-GPU seconds of work lost)."""
         ...
+    @property
+    def pause_kills(self) -> bool:
+        """Whether a pause under the run's checkpoint model kills the job (``kill``: it loses
+        the work since its last periodic checkpoint)."""
+        ...
+
     def pool_of(self, job: Job) -> str:
         """The node pool the job may use: its tenant on a partitioned cluster, else ``""``."""
         ...

@@ -532,11 +532,12 @@ class PreemptiveScheduler(Policy):
             rows = sorted(rows, key=_key_then_start)
         now = ctx.now
         active = self.active
+        kills = ctx.pause_kills
         victims: list[Job] = []
         first = math.inf
         for row in rows:
             job = active[row[1]]
-            until = kill_guard_ends(ctx, job)
+            until = kill_guard_ends(ctx, job) if kills else guard_ends(job)
             if now < until:
                 first = min(first, until)
             else:

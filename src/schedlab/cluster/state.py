@@ -126,7 +126,9 @@ class ClusterState:
         """Claim ``count`` whole free GPUs of ``node``; returns their indices."""
         old = self.free[node]
         ids = self.free_ids[node]
-        taken = tuple(ids.pop() for _ in range(count))
+        keep = len(ids) - count
+        taken = tuple(reversed(ids[keep:]))  # the last ``count`` free ids, last first
+        del ids[keep:]
         used = self.gpu_used[node]
         holders = self.gpu_jobs[node]
         for gid in taken:
@@ -180,6 +182,9 @@ class ClusterState:
         """A job holding ``milli`` of each GPU in ``gids`` on ``node`` leaves."""
         used = self.gpu_used[node]
         holders = self.gpu_jobs[node]
+        if milli == FULL and all(used[gid] == FULL and holders[gid] == 1 for gid in gids):
+            self._release_whole(node, gids, used, holders)  # the common case: GPUs a job held alone
+            return
         freed = 0
         delta = 0.0
         for gid in gids:
@@ -199,6 +204,20 @@ class ClusterState:
             self._move(node, old, old + freed)
         if milli < FULL:
             self._update_partial(node)
+
+    def _release_whole(self, node: int, gids: tuple[int, ...], used: list[int], holders: list[int]) -> None:
+        """:meth:`release` of whole GPUs held by one job alone: each becomes free (the same
+        bookkeeping as the general case, without its per-GPU share arithmetic)."""
+        for gid in gids:
+            used[gid] = 0
+            holders[gid] = 0
+        self.free_ids[node].extend(gids)
+        n = len(gids)
+        self.busy_gpus -= float(n)
+        self.type_busy[self.node_tid[node]] -= float(n)
+        old = self.free[node]
+        self.free[node] = old + n
+        self._move(node, old, old + n)
 
     def reclaim(self, node: int, gids: tuple[int, ...], milli: int) -> None:
         """Exact inverse of :meth:`release`: the job holding ``milli`` of ``gids`` comes back

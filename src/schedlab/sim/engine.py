@@ -298,8 +298,9 @@ class Simulation:
         """Work left now, in reference-GPU seconds."""
         if job.state != RUNNING:
             return job.remaining
-        t0 = max(job.last_update, job.stall_until)
-        return job.remaining - job.rate * max(0.0, self.now - t0)
+        t0 = job.last_update if job.last_update >= job.stall_until else job.stall_until
+        dt = self.now - t0
+        return job.remaining - job.rate * (dt if dt > 0.0 else 0.0)
 
     def attained(self, job: Job) -> float:
         """GPU-seconds of service the job has received so far: GPUs x :meth:`executed`."""

@@ -550,10 +550,13 @@ class PreemptiveScheduler(Policy):
         """Each pool's running jobs as (key, idx, GPUs, start position), in rank order; the
         pool's bound is now exact."""
         priority = self.priority
-        pool_of = ctx.pool_of
         running: dict[str, list[tuple]] = {}
-        for pos, job in enumerate(ctx.running.values()):
-            running.setdefault(pool_of(job), []).append((priority(ctx, job), job.idx, job.num_gpus, pos))
+        if ctx.cluster.partitioned:
+            pool_of = ctx.pool_of
+            for pos, job in enumerate(ctx.running.values()):
+                running.setdefault(pool_of(job), []).append((priority(ctx, job), job.idx, job.num_gpus, pos))
+        elif ctx.running:  # one shared pool
+            running[""] = [(priority(ctx, job), job.idx, job.num_gpus, pos) for pos, job in enumerate(ctx.running.values())]
         for pool, ranked in running.items():
             ranked.sort()
             self.bound[pool] = ranked[-1][:2]

@@ -49,11 +49,16 @@ def has_names(frame: pd.DataFrame) -> bool:
 
 @dataclass
 class _UserJobs:
-    names: np.ndarray  # per finished job, oldest first
-    durations: np.ndarray
-    distinct: list[str]
+    durations: np.ndarray  # per finished job, oldest first
+    at: dict[str, list[int]]  # each distinct name's positions in ``durations``, ascending
     by_gpus: dict[float, float]
     mean: float
+
+    def recent(self, names: list[str]) -> np.ndarray:
+        """Durations of the last :data:`_RECENT` jobs named any of ``names`` (distinct), oldest
+        first: read from each name's own last positions, not by scanning the whole history."""
+        pos = sorted(p for name in names for p in self.at[name][-_RECENT:])[-_RECENT:]
+        return self.durations[pos]
 
 
 class RollingEstimate:
@@ -82,9 +87,11 @@ class RollingEstimate:
             if user == "":
                 continue  # an unknown submitter is treated as a new user
             d = durations[pos]
+            at: dict[str, list[int]] = {}
+            for i, name in enumerate(names[pos]):
+                at.setdefault(name, []).append(i)
             self._users[user] = _UserJobs(
-                names=names[pos], durations=d, distinct=list(dict.fromkeys(names[pos])),
-                by_gpus=pd.Series(d).groupby(gpus[pos]).mean().to_dict(), mean=float(d.mean()),
+                durations=d, at=at, by_gpus=pd.Series(d).groupby(gpus[pos]).mean().to_dict(), mean=float(d.mean()),
             )  # fmt: skip
         self._memo = {}
 
@@ -106,9 +113,9 @@ class RollingEstimate:
         if past is None:
             return self._by_gpus.get(gpus, self._global)
         if self.names_used and name:
-            similar = similar_names(name, past.distinct, self.name_similarity)
+            similar = similar_names(name, list(past.at), self.name_similarity)
             if similar:
-                recent = past.durations[np.isin(past.names, similar)][-_RECENT:]
+                recent = past.recent(similar)
                 weights = self.decay ** np.arange(recent.size - 1, -1, -1, dtype=float)
                 return float(np.dot(weights, recent) / weights.sum())
         return past.by_gpus.get(gpus, past.mean)

@@ -556,7 +556,8 @@ class PreemptiveScheduler(Policy):
             for pos, job in enumerate(ctx.running.values()):
                 running.setdefault(pool_of(job), []).append((priority(ctx, job), job.idx, job.num_gpus, pos))
         elif ctx.running:  # one shared pool
-            running[""] = [(priority(ctx, job), job.idx, job.num_gpus, pos) for pos, job in enumerate(ctx.running.values())]
+            running[""] = [(priority(ctx, job), job.idx, job.num_gpus, pos)
+                           for pos, job in enumerate(ctx.running.values())]  # fmt: skip
         for pool, ranked in running.items():
             ranked.sort()
             self.bound[pool] = ranked[-1][:2]

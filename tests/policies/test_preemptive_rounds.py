@@ -28,7 +28,6 @@ def _always_full(policy: PreemptiveScheduler) -> PreemptiveScheduler:
     jobs, walks them one by one and searches victims by trial placements."""
     policy._behind_running = lambda pool: False  # type: ignore[method-assign]
     policy.demand = _NeverFits()
-    policy._one_node_victims = lambda ctx, job, candidates: False  # type: ignore[method-assign]
     policy.static_keys = False  # type: ignore[misc]
     walk = policy._merge
     policy._merge = lambda rows, heads, cap, admitted, waiting, sums: walk(  # type: ignore[method-assign]

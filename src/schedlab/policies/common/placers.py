@@ -58,13 +58,10 @@ class Placer:
         if free >= need:
             return False
         eligible = {id(g) for g in groups}
-        holders = state.gpu_jobs
         for k, alloc in enumerate(allocs):
-            for node, gids in alloc:
-                if any(holders[node][gid] != 1 for gid in gids):
-                    return False
-                if id(state.groups[state.node_group[node]]) in eligible:
-                    free += len(gids)
+            if not held_alone(state, alloc):
+                return False
+            free += sum(len(gids) for node, gids in alloc if id(state.groups[state.node_group[node]]) in eligible)
             if free >= need:
                 return k + 1
         return None
@@ -151,14 +148,21 @@ class Consolidate(Placer):
 
     def fewest_releases(self, state: ClusterState, groups: tuple[Group, ...], need: int, worker: int,
                         allocs: list) -> int | None | bool:  # fmt: skip
-        """:meth:`Placer.fewest_releases` for a job larger than a node, from whole free nodes
-        and nodes with room for the remainder. False also for several groups, mixed node
-        sizes, a shape the group can never hold, or GPUs shared by several jobs."""
+        """:meth:`Placer.fewest_releases` from free-GPU counts: a job that fits on a node is
+        placed exactly when some node has ``need`` free GPUs; a larger one when enough whole
+        nodes are free, plus one with room for the remainder. False also for a larger job over
+        several groups, mixed node sizes or a shape the group can never hold, and for GPUs
+        shared by several jobs."""
+        small = [g for g in groups if need <= g.max_gpus]
+        if small:
+            if any(g.first_with(need) is not None for g in small):
+                return False  # it fits already
+            return self._one_node_releases(state, {id(g) for g in small}, need, allocs)
         if len(groups) != 1:
             return False
         g = groups[0]
         size = g.max_gpus
-        if need <= size or self._node_sizes(state, g)[-1] != size or not self._could_hold(state, g, need, worker):
+        if self._node_sizes(state, g)[-1] != size or not self._could_hold(state, g, need, worker):
             return False
         whole, rest = divmod(need, size)
         full = len(g.buckets[size])
@@ -170,12 +174,11 @@ class Consolidate(Placer):
         if fits():
             return False
         free = state.free
-        holders = state.gpu_jobs
         gained: dict[int, int] = {}
         for k, alloc in enumerate(allocs):
+            if not held_alone(state, alloc):
+                return False
             for node, gids in alloc:
-                if any(holders[node][gid] != 1 for gid in gids):
-                    return False
                 if state.groups[state.node_group[node]] is not g:
                     continue
                 before = gained.get(node, free[node])
@@ -188,6 +191,21 @@ class Consolidate(Placer):
                     roomy += 1
             if fits():
                 return k + 1
+        return None
+
+    @staticmethod
+    def _one_node_releases(state: ClusterState, eligible: set[int], need: int, allocs: list) -> int | None | bool:
+        """How many leading ``allocs`` free ``need`` GPUs on one node of the ``eligible`` groups
+        (ids); the placer puts such a job on one node, so that is exactly when it fits."""
+        free = state.free
+        gained: dict[int, int] = {}
+        for k, alloc in enumerate(allocs):
+            if not held_alone(state, alloc):
+                return False
+            for node, gids in alloc:
+                after = gained[node] = gained.get(node, free[node]) + len(gids)
+                if after >= need and id(state.groups[state.node_group[node]]) in eligible:
+                    return k + 1
         return None
 
     def _node_sizes(self, state: ClusterState, g: Group) -> list[int]:
@@ -242,6 +260,12 @@ class RandomFit(Placer):
     def spread_order(self, state: ClusterState, groups: tuple[Group, ...], worker: int) -> Iterable[int]:
         nodes = [n for g in groups for k in range(worker, g.max_gpus + 1) for n in g.buckets[k]]
         return [nodes[i] for i in self.rng.permutation(len(nodes))]
+
+
+def held_alone(state: ClusterState, alloc) -> bool:
+    """Whether every GPU of ``alloc`` is held by one job only (releasing it frees them)."""
+    holders = state.gpu_jobs
+    return all(holders[node][gid] == 1 for node, gids in alloc for gid in gids)
 
 
 def worker_room(groups: tuple[Group, ...], worker: int) -> int:

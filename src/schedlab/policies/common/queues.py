@@ -456,13 +456,10 @@ class PreemptiveScheduler(Policy):
             if not heads:
                 continue
             cap = capacity.get(pool, 0)
+            rows = self._ranked_after(pool, heads[0][0]) if running is None else running.get(pool, [])
+            sums = list(itertools.accumulate(map(_third, rows), initial=0))
             if running is None:  # the running jobs ranked before every pending one are admitted
-                rows = self._ranked_after(pool, heads[0][0])
-                sums = list(itertools.accumulate(map(_third, rows), initial=0))
                 cap -= self.running_gpus.get(pool, 0.0) - sums[-1]
-            else:
-                rows = running.get(pool, [])
-                sums = list(itertools.accumulate(map(_third, rows), initial=0))
             outside[pool] = self._merge(rows, heads, cap, admitted, waiting, None if self.fractions else sums)
         waiting.sort(key=lambda j: self.entries[j.idx])
         victims: dict[str, list[Job]] = {}
@@ -646,19 +643,16 @@ class PreemptiveScheduler(Policy):
 
     def _victims_that_make_room(self, ctx: Context, job: Job, victims: list[Job]) -> list[Job] | None:
         """The fewest lowest-ranked victims whose GPUs, once freed, let the placer place
-        ``job``; found in a what-if check on the cluster state (undone on leaving it). For a
-        deterministic placer, whether a job can be placed only grows with the free GPUs, so
-        one check with every candidate released rules out a hopeless search, and no placement
-        is tried while the freed GPUs are fewer than the job needs."""
+        ``job``: counted by the placer where it can (:meth:`Placer.fewest_releases`), else found
+        in a what-if check on the cluster state (undone on leaving it). For a deterministic
+        placer, whether a job can be placed only grows with the free GPUs, so one check with
+        every candidate released rules out a hopeless search, and no placement is tried while
+        the freed GPUs are fewer than the job needs."""
         state = ctx.state
         free = state.free_in(ctx.groups_of(job))
         if free + sum(v.num_gpus for v in victims) < job.num_gpus:
             return None
         candidates = [v for v in reversed(victims) if not v.colocated]  # lowest rank first
-        if self.exchangeable and not job.fractional and not self.placer.split_small_jobs:
-            found = self._one_node_victims(ctx, job, candidates)
-            if found is not False:
-                return found
         if self.exchangeable and not job.fractional:
             count = self.placer.fewest_releases(state, ctx.groups_of(job), int(job.num_gpus), worker_size(job),
                                                 [v.alloc for v in candidates])  # fmt: skip
@@ -666,7 +660,6 @@ class PreemptiveScheduler(Policy):
                 return None
             if count is not False:
                 return candidates[:count]
-        if self.exchangeable and not job.fractional:
             with state.what_if() as release:
                 for victim in candidates:
                     release(victim.alloc, victim.milli)
@@ -682,33 +675,6 @@ class PreemptiveScheduler(Policy):
                     continue  # the placer refuses a job larger than the free GPUs
                 if self.placer.place(ctx, job) is not None:
                     return chosen
-        return None
-
-    @staticmethod
-    def _one_node_victims(ctx: Context, job: Job, candidates: list[Job]) -> list[Job] | None | bool:
-        """The victim search for a job that a placer which never splits a small job must put on
-        one node, in arithmetic instead of a what-if: such a placer places it exactly when some
-        node of its groups has as many free GPUs as it needs. Returns the fewest leading
-        candidates that free such a node, None if none do, False where this does not apply (a
-        job larger than a node, or GPUs shared by several jobs)."""
-        state = ctx.state
-        need = job.num_gpus
-        eligible = {id(g) for g in ctx.groups_of(job) if need <= g.max_gpus}
-        if not eligible:
-            return False
-        groups = state.groups
-        node_group = state.node_group
-        holders = state.gpu_jobs
-        free = state.free
-        gained: dict[int, int] = {}
-        for k, victim in enumerate(candidates):
-            for node, gids in victim.alloc:
-                if any(holders[node][gid] != 1 for gid in gids):
-                    return False
-                after = gained.get(node, free[node]) + len(gids)
-                gained[node] = after
-                if after >= need and id(groups[node_group[node]]) in eligible:
-                    return candidates[: k + 1]
         return None
 
     def _start(self, ctx: Context, job: Job, alloc) -> None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 import pytest
+from simkit import by_id, cluster, job, simulate
 
 from schedlab.cluster.presets import load_cluster
 from schedlab.cluster.state import ClusterState
@@ -13,7 +14,8 @@ from schedlab.policies.classic import orders
 from schedlab.policies.classic.tiresias import Tiresias
 from schedlab.policies.common.placers import BestFit, Consolidate, FirstFit
 from schedlab.policies.common.queues import PreemptiveScheduler
-from schedlab.sim.engine import Simulation
+from schedlab.policies.registry import PolicyOptions, make_policy
+from schedlab.sim.engine import SimConfig, Simulation
 from schedlab.workload.synthetic import generate
 
 
@@ -25,10 +27,16 @@ def _run(policy: PreemptiveScheduler, jobs: int = 600, load: float = 1.3) -> pd.
 
 def _always_full(policy: PreemptiveScheduler) -> PreemptiveScheduler:
     """The same policy with every shortcut off: each round with a pending job ranks all running
-    jobs, walks them one by one and searches victims by trial placements."""
-    policy._behind_running = lambda pool: False  # type: ignore[method-assign]
+    jobs afresh (not from the scheduler's index), walks them one by one and searches victims by
+    trial placements."""
+    policy._behind_running = lambda ctx, pool: False  # type: ignore[method-assign]
     policy.demand = _NeverFits()
-    policy.static_keys = False  # type: ignore[misc]
+
+    def ranked_afresh(ctx, pool, heads, cap):
+        running = [job for job in ctx.running.values() if ctx.pool_of(job) == pool]
+        return sorted((policy.priority(ctx, job), job.idx, job.num_gpus) for job in running), cap
+
+    policy._boundary_rows = ranked_afresh  # type: ignore[method-assign]
     walk = policy._merge
     policy._merge = lambda rows, heads, cap, admitted, waiting, sums: walk(  # type: ignore[method-assign]
         rows, heads, cap, admitted, waiting, None)
@@ -68,6 +76,22 @@ def test_shortcuts_decide_as_full_rounds(name: str, placer) -> None:
     pd.testing.assert_frame_equal(fast, full)
 
 
+def test_a_job_moved_under_kill_is_rekeyed() -> None:
+    """A ``kill`` migration (``+defrag``) loses work, so the moved job's remaining time rises:
+    the engine tells the policy (``on_migrated``) and its index is re-keyed, so the decisions
+    stay those of ranking every running job afresh."""
+    cluster = load_cluster("uniform:32x8")
+    workload = generate("venus", 800, seed=5, cluster_gpus=cluster.total_gpus, load=1.3)
+    config = SimConfig(checkpoint_model="kill", checkpoint_interval_s=1800.0)
+    options = PolicyOptions(params={"gain_ratio": 0.2})
+    fast = make_policy("srtf+defrag", rng=np.random.default_rng(0), options=options)
+    full = make_policy("srtf+defrag", rng=np.random.default_rng(0), options=options)
+    _always_full(full.inner)
+    moved = Simulation(workload, cluster, fast, config=config, seed=0).run().jobs
+    assert moved["migrations"].sum() > 0 and moved["lost_work_s"].sum() > 0
+    pd.testing.assert_frame_equal(moved, Simulation(workload, cluster, full, config=config, seed=0).run().jobs)
+
+
 class _Counting(PreemptiveScheduler):
     def __init__(self) -> None:
         super().__init__("srtf", self._key, Consolidate())
@@ -85,6 +109,42 @@ def test_a_saturated_round_does_not_rank_the_backlog() -> None:
     jobs = _run(policy, jobs=1500, load=1.6)
     assert jobs["finished"].all()
     assert policy.calls < 60 * len(jobs), policy.calls
+
+
+def _long_and_short(short: int, gap_s: float) -> list[dict]:
+    """512 long 1-GPU jobs, ``gap_s`` apart in length, fill 64 nodes at 0; ``short`` 100-s jobs
+    then arrive one at a time, 1,000 s apart, each ranking before every running one."""
+    long = [job(f"long{i}", 0.0, 1, 100_000.0 + gap_s * i) for i in range(512)]
+    return long + [job(f"short{k}", 1_000.0 * (k + 1), 1, 100.0) for k in range(short)]
+
+
+def test_a_round_rekeys_only_the_lowest_ranked_running_jobs() -> None:
+    """srtf's running keys fall with time; the index keeps the keys last computed (upper
+    bounds), and a round recomputes only those of the lowest ranked running jobs it must
+    compare: the victim is found among a few of the 512, not by ranking them all."""
+    policy = _Counting()
+    jobs = by_id(simulate(_long_and_short(90, 10_000.0), cluster([8] * 64), policy))
+    shorts = jobs.loc[[f"short{k}" for k in range(90)]]
+    assert (shorts["first_start_s"] == shorts["submit_s"]).all()  # each preempts on arrival
+    assert jobs["preemptions"].sum() == 90
+    assert jobs.loc["long511", "preemptions"] == 90  # always the longest remaining
+    ranking = _always_full(_Counting())
+    simulate(_long_and_short(90, 10_000.0), cluster([8] * 64), ranking)
+    assert ranking.calls > 10 * policy.calls, (ranking.calls, policy.calls)
+
+
+def test_an_index_rebuilt_at_once_decides_as_full_rounds() -> None:
+    """Keys a second apart that fall 1,000 s between rounds: nearly every key would be
+    recomputed one by one, so the index is rebuilt in one sort, with the same decisions."""
+    policy = orders.srtf(Consolidate())
+    rebuilds = []
+    rekey_all = policy._rekey_all
+    policy._rekey_all = lambda ctx, ranked: rebuilds.append(ctx.now) or rekey_all(ctx, ranked)  # type: ignore[method-assign]
+    fast = simulate(_long_and_short(90, 1.0), cluster([8] * 64), policy).jobs
+    full = simulate(_long_and_short(90, 1.0), cluster([8] * 64), _always_full(orders.srtf(Consolidate()))).jobs
+    assert len(rebuilds) >= 80
+    assert fast["preemptions"].sum() == 90
+    pd.testing.assert_frame_equal(fast, full)
 
 
 class _CountingTiresias(Tiresias):
@@ -107,8 +167,7 @@ def test_static_keys_are_not_ranked_in_every_round() -> None:
     changes = int(jobs["preemptions"].sum()) * 2 + len(jobs) * 6
     assert jobs["finished"].all()
     assert policy.calls < changes, (policy.calls, changes)
-    ranking = _CountingTiresias()
-    ranking.static_keys = False  # type: ignore[misc]
+    ranking = _always_full(_CountingTiresias())
     _run(ranking, jobs=1500, load=1.6)
     assert ranking.calls > 3 * policy.calls  # the same run, ranking the running jobs each round
 

@@ -546,6 +546,7 @@ class Simulation:
         job.migrations += 1
         self._claim(job, checked)
         self._begin_run(job)
+        self.policy.on_migrated(self, job)
 
     def resize(self, job: Job, alloc: list[tuple[int, int]]) -> None:
         """Give a whole-GPU job an allocation of any size (elastic training, as Pollux does): a

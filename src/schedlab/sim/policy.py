@@ -165,6 +165,10 @@ class Policy:
     def on_node_on(self, ctx: Context, node: int) -> None:
         """A node finished booting."""
 
+    def on_migrated(self, ctx: Context, job: Job) -> None:
+        """A running job was moved (``ctx.migrate``, by this policy or a wrapper around it); under
+        the ``kill`` checkpoint model it lost the work since its last checkpoint."""
+
     def schedule(self, ctx: Context) -> None:
         """Decide: start, preempt, migrate... through ``ctx``."""
 
@@ -211,6 +215,9 @@ class WrappedPolicy(Policy):
 
     def on_node_on(self, ctx: Context, node: int) -> None:
         self.inner.on_node_on(ctx, node)
+
+    def on_migrated(self, ctx: Context, job: Job) -> None:
+        self.inner.on_migrated(ctx, job)
 
     def schedule(self, ctx: Context) -> None:
         self.inner.schedule(ctx)

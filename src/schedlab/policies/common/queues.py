@@ -200,8 +200,32 @@ def kill_guard_ends(ctx: Context, job: Job) -> float:
     return max(until, max(ctx.now, job.stall_until) + (next_checkpoint - progress) / job.rate)
 
 
-def _key_then_start(row: tuple) -> tuple:
-    return (row[0], row[3])
+class _PendingPrefix:
+    """The GPUs of a pool's pending jobs ranked before a bound, read in rank order from a copy
+    of the queue heads (:meth:`PreemptiveScheduler._heads`) only as far as a question needs:
+    bounds asked for must not rise."""
+
+    def __init__(self, heads: list[tuple]) -> None:
+        self.heads = list(heads)
+        self.entries: list[tuple] = []
+        self.sums = [0.0]
+
+    def fit_before(self, bound: tuple | None, room: float) -> bool:
+        """Whether the pending jobs ranked before ``bound`` (None: all) need at most ``room``
+        GPUs together."""
+        if room < 0:
+            return False
+        heads = self.heads
+        sums = self.sums
+        while heads and sums[-1] <= room and (bound is None or heads[0][0] < bound):
+            entry, pos, key, queue = heapq.heappop(heads)
+            self.entries.append(entry)
+            sums.append(sums[-1] + key[1])
+            if pos + 1 < len(queue):
+                heapq.heappush(heads, (queue[pos + 1], pos + 1, key, queue))
+        return (sums[-1] if bound is None else sums[bisect.bisect_left(self.entries, bound)]) <= room
+
+
 GUARD_ENDS = "guard-ends"  # timer payload of PreemptiveScheduler: a progress guard has ended
 
 
@@ -235,14 +259,18 @@ class PreemptiveScheduler(Policy):
     * pending jobs wait in sorted queues per pool and shape, keyed when they arrive, are paused
       or re-keyed; a round merges the queue heads lazily, so it reads only the jobs it admits
       or tries;
-    * each pool keeps an upper bound on its running jobs' keys; while every pending job ranks
-      after it, every running job is admitted and nobody is a victim, so the round only places
-      pending jobs in rank order (nothing at all when no GPU is free) without ranking the
-      running jobs;
-    * otherwise the running jobs are ranked (O(R log R) for R running; with :attr:`static_keys`
-      they are kept sorted and only those ranked after the best pending job are read) and
-      merged with the queue heads up to the boundary where the pool is full, a stretch of
-      running jobs that fits at once in one step; the victims are the running jobs past it;
+    * each pool's running jobs are kept in a sorted index under the key they had when it was
+      last computed: an upper bound of their key now, as keys never rise. A round recomputes
+      keys from the top of the index down only as far as it needs them (:meth:`_settle`;
+      with :attr:`static_keys` the index is exact and nothing is recomputed);
+    * while every pending job ranks after the best running key, every running job is admitted
+      and nobody is a victim, so the round only places pending jobs in rank order (nothing at
+      all when no GPU is free);
+    * otherwise the running jobs are read from the lowest ranked up until the rest, with the
+      pending jobs ranked before them, fit the pool together (:meth:`_boundary_rows`): those
+      are all admitted whatever their order, so they are neither ranked nor walked. The rows
+      read are merged with the queue heads up to the boundary where the pool is full, a stretch
+      of running jobs that fits at once in one step; the victims are the running jobs past it;
     * victims and their progress guards are read only for a pool where an admitted job does not
       fit, and the placer counts how many victims it needs where it can
       (:meth:`~schedlab.policies.common.placers.Placer.fewest_releases`) instead of trying
@@ -254,9 +282,9 @@ class PreemptiveScheduler(Policy):
 
     static_keys = False
     """True for a policy whose running jobs' keys change only when it calls :meth:`rekey` (up
-    or down): the scheduler then keeps them sorted between rounds instead of ranking them in
-    each full round. The keys must be distinct (victims with equal keys would otherwise go in
-    arrival order, not start order)."""
+    or down): the index of running jobs is then exact and no key is recomputed in a round. The
+    keys must be distinct (victims with equal keys would otherwise go in arrival order, not
+    start order)."""
 
     def __init__(self, name: str, priority: PriorityKey, placer: Placer) -> None:
         self.name = name
@@ -272,10 +300,11 @@ class PreemptiveScheduler(Policy):
         self.queues: dict[str, dict[tuple, SortedList]] = {}
         self.entries: dict[int, tuple] = {}
         self.running_gpus: dict[str, float] = {}  # per pool
-        self.bound: dict[str, tuple] = {}  # per pool: no running job's (key, idx) is above it
-        # with static_keys: each pool's running jobs, (key, idx) sorted, and each one's entry
+        # per pool, the running jobs' (key, idx, GPUs) as last computed, sorted; each one's
+        # entry and the time its key was computed (the key now is at most that one)
         self.ranked: dict[str, SortedList] = {}
         self.run_entries: dict[int, tuple] = {}
+        self.keyed_at: dict[int, float] = {}
 
     # ----- bookkeeping ----------------------------------------------------------------------
     def _queue_key(self, ctx: Context, job: Job) -> tuple:
@@ -301,28 +330,63 @@ class PreemptiveScheduler(Policy):
         if not queue:
             del shapes[key]
 
-    def _raise_bound(self, pool: str, entry: tuple) -> None:
-        bound = self.bound.get(pool)
-        if bound is None or entry > bound:
-            self.bound[pool] = entry
-
     def _run_add(self, ctx: Context, job: Job) -> None:
-        """A job started (or was re-keyed while running): note its key."""
+        """A job started (or was re-keyed while running): index its key."""
         pool = ctx.pool_of(job)
         entry = (self.priority(ctx, job), job.idx, job.num_gpus)
-        if self.static_keys:
-            ranked = self.ranked.get(pool)
-            if ranked is None:
-                ranked = self.ranked[pool] = SortedList()
-            ranked.add(entry)
-            self.run_entries[job.idx] = entry
-        else:
-            self._raise_bound(pool, entry[:2])
+        ranked = self.ranked.get(pool)
+        if ranked is None:
+            ranked = self.ranked[pool] = SortedList()
+        ranked.add(entry)
+        self.run_entries[job.idx] = entry
+        if not self.static_keys:
+            self.keyed_at[job.idx] = ctx.now
 
     def _run_remove(self, ctx: Context, job: Job) -> None:
         """A running job stopped (finished, paused, or is being re-keyed)."""
+        self.ranked[ctx.pool_of(job)].remove(self.run_entries.pop(job.idx))
+        if not self.static_keys:
+            del self.keyed_at[job.idx]
+
+    def _settle(self, ctx: Context, ranked: SortedList, i: int) -> tuple:
+        """Make ``ranked[-i]`` exact, given that the entries above it are: recompute the key
+        there until it is unchanged since its last computation at this instant. Keys never rise,
+        so an exact entry ranks after every entry below it, whose keys now are at most their
+        indexed ones: it is the ``i``-th lowest ranked running job of the pool.
+
+        Where keys fall alike faster than they are apart (many jobs' remaining times, a second
+        apart, falling a second per second), each recomputed key drops below the stale ones and
+        nearly every entry is recomputed one by one; past a quarter of the pool the whole index
+        is rebuilt at once instead, as ranking the running jobs would."""
         if self.static_keys:
-            self.ranked[ctx.pool_of(job)].remove(self.run_entries.pop(job.idx))
+            return ranked[-i]
+        now = ctx.now
+        keyed_at = self.keyed_at
+        budget = 16 + len(ranked) // 4
+        while True:
+            entry = ranked[-i]
+            idx = entry[1]
+            if keyed_at[idx] == now:
+                return entry
+            if budget == 0:
+                self._rekey_all(ctx, ranked)
+                return ranked[-i]
+            budget -= 1
+            del ranked[-i]
+            entry = (self.priority(ctx, self.active[idx]), idx, entry[2])
+            ranked.add(entry)
+            self.run_entries[idx] = entry
+            keyed_at[idx] = now
+
+    def _rekey_all(self, ctx: Context, ranked: SortedList) -> None:
+        """Recompute every key of a pool's index (one sort)."""
+        now = ctx.now
+        entries = [(self.priority(ctx, self.active[idx]), idx, gpus) for _, idx, gpus in ranked]
+        ranked.clear()
+        ranked.update(entries)
+        for entry in entries:
+            self.run_entries[entry[1]] = entry
+            self.keyed_at[entry[1]] = now
 
     def rekey(self, ctx: Context, job: Job) -> None:
         """Tell the scheduler that ``job``'s priority changed outside the events it sees itself:
@@ -349,6 +413,10 @@ class PreemptiveScheduler(Policy):
         self.running_gpus[pool] -= job.num_gpus
         self._run_remove(ctx, job)
         self.blocked.clear()  # GPUs were freed: preempting may help again
+
+    def on_migrated(self, ctx: Context, job: Job) -> None:
+        """A move may raise a job's key (under ``kill`` it restarts from its last checkpoint)."""
+        self.rekey(ctx, job)
 
     def on_timer(self, ctx: Context, payload: object) -> bool | None:
         """A subclass with timers of its own passes :data:`GUARD_ENDS` on to this method."""
@@ -382,21 +450,18 @@ class PreemptiveScheduler(Policy):
         if all(d <= capacity.get(pool, 0) for pool, d in self.demand.items()):
             self._start_all_fitting(ctx)
             return
-        if all(self._behind_running(pool) for pool in self.queues):
+        if all(self._behind_running(ctx, pool) for pool in self.queues):
             self._start_behind_running(ctx, capacity)
             return
         self._full_round(ctx)
 
-    def _behind_running(self, pool: str) -> bool:
+    def _behind_running(self, ctx: Context, pool: str) -> bool:
         """Whether every pending job of ``pool`` ranks after every running job of it."""
-        if self.static_keys:
-            ranked = self.ranked.get(pool)
-            bound = ranked[-1] if ranked else None
-        else:
-            bound = self.bound.get(pool)
-        if bound is None:
+        ranked = self.ranked.get(pool)
+        if not ranked:
             return True
-        return all(queue[0] > bound for queue in self.queues[pool].values())
+        last = self._settle(ctx, ranked, 1)
+        return all(queue[0] > last for queue in self.queues[pool].values())
 
     def _start_all_fitting(self, ctx: Context) -> None:
         """Every active job would be admitted, so nobody is a victim: the full round reduces to
@@ -442,12 +507,11 @@ class PreemptiveScheduler(Policy):
         return chosen
 
     def _full_round(self, ctx: Context) -> None:
-        """Rank each pool's running jobs and merge them with its queue heads up to the boundary
+        """Merge each pool's running jobs with its queue heads in rank order up to the boundary
         where the pool is full: before it the admitted, past it the victims. Victims and their
         progress guards are read only for a pool where an admitted job needs them."""
         pool_of = ctx.pool_of
         capacity = ctx.state.pool_gpus_on
-        running = None if self.static_keys else self._rank_running(ctx)
         admitted: set[int] = set()
         waiting: list[Job] = []  # admitted but not running
         outside: dict[str, list[tuple]] = {}  # per pool: running rows not admitted, rank order
@@ -455,12 +519,9 @@ class PreemptiveScheduler(Policy):
             heads = self._heads([pool])
             if not heads:
                 continue
-            cap = capacity.get(pool, 0)
-            rows = self._ranked_after(pool, heads[0][0]) if running is None else running.get(pool, [])
-            sums = list(itertools.accumulate(map(_third, rows), initial=0))
-            if running is None:  # the running jobs ranked before every pending one are admitted
-                cap -= self.running_gpus.get(pool, 0.0) - sums[-1]
-            outside[pool] = self._merge(rows, heads, cap, admitted, waiting, None if self.fractions else sums)
+            rows, cap = self._boundary_rows(ctx, pool, heads, capacity.get(pool, 0))
+            sums = None if self.fractions else list(itertools.accumulate(map(_third, rows), initial=0))
+            outside[pool] = self._merge(rows, heads, cap, admitted, waiting, sums)
         waiting.sort(key=lambda j: self.entries[j.idx])
         victims: dict[str, list[Job]] = {}
         guarded: dict[str, float] = {}  # per pool: the first end of a guard that spares a job
@@ -525,8 +586,9 @@ class PreemptiveScheduler(Policy):
         """The jobs of ``rows`` that may be paused now, lowest rank first (equal keys in the
         order they (re)started); notes in ``guarded[pool]`` the first end of a guard that spares
         one."""
-        if not self.static_keys:
-            rows = sorted(rows, key=_key_then_start)
+        if not self.static_keys and any(a[0] == b[0] for a, b in zip(rows, rows[1:])):
+            started = {idx: pos for pos, idx in enumerate(ctx.running)}  # equal keys: start order
+            rows = sorted(rows, key=lambda row: (row[0], started[row[1]]))
         now = ctx.now
         active = self.active
         kills = ctx.pause_kills
@@ -543,30 +605,46 @@ class PreemptiveScheduler(Policy):
             guarded[pool] = first
         return victims
 
-    def _rank_running(self, ctx: Context) -> dict[str, list[tuple]]:
-        """Each pool's running jobs as (key, idx, GPUs, start position), in rank order; the
-        pool's bound is now exact."""
-        priority = self.priority
-        running: dict[str, list[tuple]] = {}
-        if ctx.cluster.partitioned:
-            pool_of = ctx.pool_of
-            for pos, job in enumerate(ctx.running.values()):
-                running.setdefault(pool_of(job), []).append((priority(ctx, job), job.idx, job.num_gpus, pos))
-        elif ctx.running:  # one shared pool
-            running[""] = [(priority(ctx, job), job.idx, job.num_gpus, pos)
-                           for pos, job in enumerate(ctx.running.values())]  # fmt: skip
-        for pool, ranked in running.items():
-            ranked.sort()
-            self.bound[pool] = ranked[-1][:2]
-        return running
-
-    def _ranked_after(self, pool: str, head: tuple) -> list[tuple]:
-        """With :attr:`static_keys`: the pool's running jobs ranked after ``head`` (the best
-        pending entry) as (key, idx, GPUs) rows. Those ranked before it are all admitted (they
-        run, so together they fit), so a round reads only the running jobs a pending job
-        outranks."""
+    def _boundary_rows(self, ctx: Context, pool: str, heads: list[tuple], cap: float) -> tuple[list[tuple], float]:
+        """The running jobs of ``pool`` that the merge with the queue ``heads`` must walk, as
+        (key, idx, GPUs) rows in rank order, and what is left of ``cap`` GPUs once the others
+        are admitted. Rows are read (and made exact, :meth:`_settle`) from the lowest ranked up
+        until the rest are all admitted whatever their order, as the merge would admit them:
+        when they and the pending jobs ranked before them fit ``cap`` together, or when they
+        rank before every pending job (they run, so they fit). With fractional jobs (inexact
+        GPU sums) every running job is read."""
         ranked = self.ranked.get(pool)
-        return list(ranked.islice(ranked.bisect_left(head))) if ranked else []
+        if not ranked:
+            return [], cap
+        n = len(ranked)
+        if self.fractions:
+            for i in range(1, n + 1):
+                self._settle(ctx, ranked, i)
+            return list(ranked), cap
+        below = self.running_gpus.get(pool, 0.0)  # GPUs of the running jobs not read
+        first = heads[0][0]
+        after = n - ranked.bisect_left(first) if self.static_keys else n  # rows ranked after it
+        pending = _PendingPrefix(heads)
+        # rows read before the first check, then doubling (O(log) checks, at most twice the rows
+        # needed): exact rows are sliced at C speed, stale ones are re-keyed one by one
+        batch = 1024 if self.static_keys else 16
+        read = 0
+        while read < after:
+            target = min(after, 2 * read or batch)
+            if self.static_keys:
+                below -= sum(map(_third, ranked.islice(n - target, n - read)))
+                read = target
+            else:
+                while read < target:
+                    row = self._settle(ctx, ranked, read + 1)
+                    if row < first:
+                        after = read  # this row and the rest rank before every pending job
+                        break
+                    read += 1
+                    below -= row[2]
+            if read < after and pending.fit_before(ranked[n - read], cap - below):
+                break
+        return list(ranked.islice(n - read)), cap - below
 
     def _admit_head(self, heads: list[tuple], cap: float, admitted: set[int], waiting: list[Job]) -> float:
         """Admit the best queued job of a pool if it fits ``cap``; a shape that does not fit is

@@ -261,11 +261,12 @@ class PreemptiveScheduler(Policy):
       or tries;
     * each pool's running jobs are kept in a sorted index under the key they had when it was
       last computed: an upper bound of their key now, as keys never rise. A round recomputes
-      keys from the top of the index down only as far as it needs them (:meth:`_settle`;
-      with :attr:`static_keys` the index is exact and nothing is recomputed);
-    * while every pending job ranks after the best running key, every running job is admitted
-      and nobody is a victim, so the round only places pending jobs in rank order (nothing at
-      all when no GPU is free);
+      the keys of the lowest ranked running jobs it reads only (:meth:`_lowest_ranked`), and
+      writes them back where a stale key below them could outrank them (:meth:`_settle`); with
+      :attr:`static_keys` the index is exact and nothing is recomputed;
+    * while every pending job ranks after the lowest ranked running job, every running job is
+      admitted and nobody is a victim, so the round only places pending jobs in rank order
+      (nothing at all when no GPU is free);
     * otherwise the running jobs are read from the lowest ranked up until the rest, with the
       pending jobs ranked before them, fit the pool together (:meth:`_boundary_rows`): those
       are all admitted whatever their order, so they are neither ranked nor walked. The rows
@@ -460,7 +461,7 @@ class PreemptiveScheduler(Policy):
         ranked = self.ranked.get(pool)
         if not ranked:
             return True
-        last = self._settle(ctx, ranked, 1)
+        last = self._lowest_ranked(ctx, ranked, 1)[0]
         return all(queue[0] > last for queue in self.queues[pool].values())
 
     def _start_all_fitting(self, ctx: Context) -> None:
@@ -608,7 +609,8 @@ class PreemptiveScheduler(Policy):
     def _boundary_rows(self, ctx: Context, pool: str, heads: list[tuple], cap: float) -> tuple[list[tuple], float]:
         """The running jobs of ``pool`` that the merge with the queue ``heads`` must walk, as
         (key, idx, GPUs) rows in rank order, and what is left of ``cap`` GPUs once the others
-        are admitted. Rows are read (and made exact, :meth:`_settle`) from the lowest ranked up
+        are admitted. Rows are read from the lowest ranked up (:meth:`_lowest_ranked`), 16 then
+        twice as many each time (1,024 first for exact keys, which are sliced at C speed),
         until the rest are all admitted whatever their order, as the merge would admit them:
         when they and the pending jobs ranked before them fit ``cap`` together, or when they
         rank before every pending job (they run, so they fit). With fractional jobs (inexact
@@ -617,34 +619,41 @@ class PreemptiveScheduler(Policy):
         if not ranked:
             return [], cap
         n = len(ranked)
+        total = self.running_gpus.get(pool, 0.0)
         if self.fractions:
-            for i in range(1, n + 1):
-                self._settle(ctx, ranked, i)
-            return list(ranked), cap
-        below = self.running_gpus.get(pool, 0.0)  # GPUs of the running jobs not read
+            return self._lowest_ranked(ctx, ranked, n), cap
         first = heads[0][0]
-        after = n - ranked.bisect_left(first) if self.static_keys else n  # rows ranked after it
+        limit = n - ranked.bisect_left(first) if self.static_keys else n  # rows that may rank after it
         pending = _PendingPrefix(heads)
-        # rows read before the first check, then doubling (O(log) checks, at most twice the rows
-        # needed): exact rows are sliced at C speed, stale ones are re-keyed one by one
-        batch = 1024 if self.static_keys else 16
         read = 0
-        while read < after:
-            target = min(after, 2 * read or batch)
-            if self.static_keys:
-                below -= sum(map(_third, ranked.islice(n - target, n - read)))
-                read = target
-            else:
-                while read < target:
-                    row = self._settle(ctx, ranked, read + 1)
-                    if row < first:
-                        after = read  # this row and the rest rank before every pending job
-                        break
-                    read += 1
-                    below -= row[2]
-            if read < after and pending.fit_before(ranked[n - read], cap - below):
-                break
-        return list(ranked.islice(n - read)), cap - below
+        while True:
+            read = min(limit, 2 * read or (1024 if self.static_keys else 16))
+            rows = self._lowest_ranked(ctx, ranked, read)
+            cut = bisect.bisect_left(rows, first)
+            if cut:
+                rows = rows[cut:]  # these rank before every pending job, and so does the rest
+                read = limit
+            below = total - sum(map(_third, rows))  # GPUs of the running jobs not read
+            if read >= limit or pending.fit_before(rows[0], cap - below):
+                return rows, cap - below
+
+    def _lowest_ranked(self, ctx: Context, ranked: SortedList, m: int) -> list[tuple]:
+        """The ``m`` lowest ranked running jobs of an index, as exact (key, idx, GPUs) rows in
+        rank order. Their keys are computed afresh; when the lowest of them still ranks after
+        the highest indexed key below them, which is at least the key now of every job below,
+        they are the ``m`` lowest ranked and the index is left as it is. Otherwise the top of
+        the index is made exact (:meth:`_settle`)."""
+        n = len(ranked)
+        if self.static_keys:
+            return list(ranked.islice(n - m))
+        priority = self.priority
+        active = self.active
+        rows = sorted([(priority(ctx, active[idx]), idx, gpus) for _, idx, gpus in ranked.islice(n - m)])
+        if m < n and rows[0] < ranked[n - m - 1]:
+            for i in range(1, m + 1):
+                self._settle(ctx, ranked, i)
+            rows = list(ranked.islice(n - m))
+        return rows
 
     def _admit_head(self, heads: list[tuple], cap: float, admitted: set[int], waiting: list[Job]) -> float:
         """Admit the best queued job of a pool if it fits ``cap``; a shape that does not fit is

@@ -67,6 +67,49 @@ def test_a_demoted_job_enters_its_new_queue_behind_the_jobs_waiting_there() -> N
     assert out.loc["v", "end_s"] == 1100.0 + 900.0
 
 
+def test_running_jobs_of_a_queue_stand_in_the_order_they_restarted() -> None:
+    # 3 GPUs, Q0 = 100 GPU-s; x (1 GPU) and y (2 GPUs) are in Q1 from 100 and 50. a (Q0) pauses
+    # x at 110; b (Q0, 1 GPU) pauses y at 120 (the lowest ranked) and x restarts beside it; y
+    # restarts at 160 when a and b end. At 170 c (Q0, 1 GPU) pauses the last restarted, y, as
+    # Tiresias' simulator does (its queue lists keep running jobs in the order they started;
+    # by their places while waiting, y, paused later, would rank before x and x be paused)
+    rows = [job("x", 0, 1, 10_000.0), job("y", 0, 2, 10_000.0), job("a", 110, 1, 50.0), job("b", 120, 1, 40.0),
+            job("c", 170, 1, 10.0)]  # fmt: skip
+    policy = Tiresias(FirstFit(), thresholds_gpu_s=(100.0,), promote_knob=math.inf)
+    out = by_id(simulate(rows, cluster([3]), Checked(policy), ZERO_COST))
+    assert out["preemptions"].to_dict() == {"x": 1, "y": 2, "a": 0, "b": 0, "c": 0}
+    assert out.loc["x", "end_s"] == 10_010.0  # paused 110-120
+    assert out.loc["y", "end_s"] == 10_050.0  # paused 120-160 and 170-180
+
+
+def test_a_paused_job_waits_ahead_of_the_jobs_already_waiting_in_its_queue() -> None:
+    # 2 GPUs, Q0 = 100 GPU-s. j1 (2 GPUs) is demoted at 60 and paused for j0 (1 GPU, Q0); j0 is
+    # demoted at 160 and kept (j3 and j1 need 2 GPUs, one is free); at 220 j3 (2 GPUs, Q0)
+    # pauses j0. In Tiresias' simulator a paused job keeps its place ahead of the queue's
+    # waiting jobs (after every round the waiting jobs move behind the running ones), so at
+    # 250 j0 (10 s left) resumes before j1, which entered Q1 earlier
+    rows = [job("j1", 10, 2, 240.0), job("j0", 60, 1, 170.0), job("j2", 120, 1, 100.0), job("j3", 150, 2, 30.0)]
+    policy = Tiresias(FirstFit(), thresholds_gpu_s=(100.0,), promote_knob=math.inf)
+    out = by_id(simulate(rows, cluster([2]), Checked(policy), ZERO_COST))
+    assert out["preemptions"].to_dict() == {"j1": 1, "j0": 1, "j2": 0, "j3": 0}
+    assert out.loc["j3", "first_start_s"] == 220.0
+    assert out.loc["j0", "end_s"] == 260.0  # by order of entry, j1 would run 250-440 and j0 end at 450
+    assert out.loc["j1", "end_s"] == 260.0 + 190.0
+
+
+def test_a_demoted_job_kept_running_goes_behind_the_running_jobs_of_its_new_queue() -> None:
+    # 3 GPUs, Q0 = 100 GPU-s. j3 (2 GPUs) reaches Q1 at 100 and is paused at 110 for j1 (Q0).
+    # At 160 j0 and j1 are demoted behind j3, which waits in Q1: j3 restarts, j0 is kept and
+    # j1 paused. j0 entered Q1 before j3 restarted, but in Tiresias' simulator it was appended
+    # behind j3, so at 180 j2 (Q0, 1 GPU) pauses j0, not j3
+    rows = [job("j3", 50, 2, 110.0), job("j0", 60, 1, 280.0), job("j1", 110, 2, 280.0), job("j2", 180, 1, 50.0)]
+    policy = Tiresias(FirstFit(), thresholds_gpu_s=(100.0,), promote_knob=math.inf)
+    out = by_id(simulate(rows, cluster([3]), Checked(policy), ZERO_COST))
+    assert out["preemptions"].to_dict() == {"j3": 1, "j0": 1, "j1": 1, "j2": 0}
+    assert out.loc["j3", "end_s"] == 210.0  # 60 s run, paused 110-160, 50 s left
+    assert out.loc["j0", "end_s"] == 370.0  # paused 180-210
+
+
 def test_starvation_compares_all_waiting_with_all_executed_time_since_promotion() -> None:
     # 1 GPU, Q0 = 100 GPU-s, PROMOTEKNOB 1.2. a runs 0-100 and 200-260 (t_a = 160 s) and
     # waited 100-200 (delta_a = 100 s) before c pauses it at 260: it is promoted when

@@ -6,12 +6,14 @@ NSDI'19), the discretised two-dimensional least-attained-service scheduler (§3.
 * Priority discretisation (MLFQ, §3.2): queues Q0..QK-1 split by ``thresholds_gpu_s``; every
   job enters Q0 and is demoted to the next queue when W_J x t_J crosses its queue's upper
   threshold. Lower queues run first.
-* Inside a queue, FIFO (§3.2: 2D-LAS schedules a queue's jobs in FIFO order). As in Tiresias'
-  simulator, FIFO is the order of entry into the queue (arrival, demotion, promotion), and a job
-  that is running stays ahead of the queue's waiting jobs: a job is never preempted for a job of
-  its own queue, a preempted job waits behind the queue's running jobs, and a demoted job enters
-  its new queue behind the jobs already waiting there (for the round of its demotion; it stays
-  ahead of them once that round has kept it running).
+* Inside a queue, FIFO (§3.2: 2D-LAS schedules a queue's jobs in FIFO order), in the order of
+  Tiresias' simulator, which keeps each queue as a list: a job enters at the back (arrival,
+  demotion, promotion), and after every round the waiting jobs move behind the running ones,
+  each part keeping its order. So a job is never preempted for a job of its own queue; running
+  jobs are in the order they (re)started, the latest last; a paused job waits ahead of the jobs
+  that were already waiting, the latest paused first; and a demoted job enters its new queue
+  behind the jobs waiting there (for the round of its demotion; kept running by that round, it
+  goes behind the queue's running jobs).
 * Starvation avoidance (§3.2, PROMOTEKNOB): a waiting job J is promoted to Q0 once its waiting
   time delta_J reaches ``promote_knob`` x t_J; both are counted since J's last promotion and
   reset to 0 by it, and delta_J counts only waiting after J has run since then (a job that has
@@ -60,7 +62,7 @@ _DEMOTE, _PROMOTE = 0, 1  # timer kinds; a timer's payload is (job index, kind, 
 @dataclass(slots=True)
 class _LasState:
     level: int = 0
-    seq: int = 0  # order of entry into its queue (FIFO inside the queue)
+    seq: int = 0  # its place in its queue, among the running or among the waiting jobs
     ahead: bool = False  # running since before this round: ahead of the queue's waiting jobs
     executed_offset: float = 0.0  # executed seconds at the last promotion (t_J counts from there)
     waited_s: float = 0.0  # delta_J up to the last start: waiting since the last promotion
@@ -103,7 +105,7 @@ class Tiresias(PreemptiveScheduler):
 
     @staticmethod
     def queue_key(ctx: Context, job: Job) -> tuple[int, int, int]:
-        """(queue, 0 for a job ahead of the queue's waiting jobs else 1, order of entry)."""
+        """(queue, 0 for a job ahead of the queue's waiting jobs else 1, place among those)."""
         st: _LasState = job.data
         return (st.level, 0 if st.ahead else 1, st.seq)
 
@@ -121,6 +123,7 @@ class Tiresias(PreemptiveScheduler):
         for job in self._demoted_running:
             if job.state == RUNNING and not job.data.ahead:
                 job.data.ahead = True
+                job.data.seq = next(self._entries)  # behind the running jobs of its queue
                 self.rekey(ctx, job)
         self._demoted_running.clear()
 
@@ -130,11 +133,16 @@ class Tiresias(PreemptiveScheduler):
             st.waited_s += ctx.now - st.paused_at
         st.paused_at = math.nan
         st.ahead = True
+        st.seq = next(self._entries)  # behind the running jobs of its queue
         self._arm(ctx, job)
 
     def paused(self, ctx: Context, job: Job) -> None:
         st: _LasState = job.data
-        self._enter(st, self._level(ctx, job))
+        level = self._level(ctx, job)
+        if level != st.level:
+            self._enter(st, level)  # at the back of its new queue
+        elif st.ahead:
+            st.seq = -next(self._entries)  # ahead of its queue's waiting jobs, latest pause first
         st.ahead = False
         st.token += 1
         executed = ctx.executed(job) - st.executed_offset

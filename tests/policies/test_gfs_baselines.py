@@ -174,3 +174,23 @@ def test_baseline_end_to_end_on_a_small_gfs_cluster(name: str) -> None:
     assert summary["unfinished"] == 0
     assert {"hp", "spot"} <= set(summary["classes"])
     assert name in summary
+
+
+@pytest.mark.parametrize("name", ["yarn-cs-preempt", "lyra", "fgd"])
+def test_no_placement_is_tried_where_too_few_gpus_are_free_and_nothing_can_be_evicted(name: str) -> None:
+    """HP jobs only, saturated: a round places a job only where its groups have as many free
+    GPUs as it needs (otherwise neither placing nor evicting could start it), so the rounds of a
+    growing backlog do not try every waiting shape."""
+    rows = [job(f"j{i}", float(i), [1, 2, 4, 8][i % 4], 500.0 + 37.0 * (i % 11)) for i in range(120)]
+    policy = make_policy(name, rng=np.random.default_rng(0))
+    tried: list[bool] = []
+    place = policy.place
+
+    def recording(ctx, job):
+        tried.append(ctx.state.free_in(ctx.groups_of(job)) >= job.num_gpus)
+        return place(ctx, job)
+
+    policy.place = recording
+    result = Simulation(workload(rows), cluster([8, 8]), policy, config=NO_CKPT).run()
+    assert result.jobs["finished"].all() and result.jobs["queue_s"].max() > 1000.0  # a backlog formed
+    assert len(tried) >= 120 and all(tried)

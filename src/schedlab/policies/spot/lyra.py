@@ -187,6 +187,9 @@ class Lyra(SpotFCFS):
                 self.loaned.remove(node)
                 self.hp.add(node)
 
+    def evictable(self) -> bool:
+        return bool(self.spot_on or self.fractions_on)
+
     def make_room(self, ctx: Context, job: Job) -> Alloc | None:
         state = ctx.state
         groups = ctx.groups_of(job)

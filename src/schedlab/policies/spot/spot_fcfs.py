@@ -110,6 +110,10 @@ class SpotFCFS(Policy):
                 self.evict(ctx, victim)
         return self.place(ctx, job)
 
+    def evictable(self) -> bool:
+        """Whether any spot job runs that :meth:`make_room` could evict."""
+        return bool(self.spot_on)
+
     def started(self, ctx: Context, job: Job) -> None:
         """Hook: ``job`` just started on ``job.alloc``."""
 
@@ -128,9 +132,18 @@ class SpotFCFS(Policy):
         self.pending.add(job, job_shape(job), spot=job.cls == SPOT)
 
     def _drain(self, ctx: Context, *, spot: bool) -> None:
+        shapes = self.pending.queues[spot]
+        if ctx.state.free_total() == 0 and not self.evictable() and all(key[0] >= 1 for key in shapes):
+            if not spot:
+                self.blocked.update(shapes)  # as trying each shape's head would
+            return  # no free GPU, no spot job to evict, no job that shares a GPU: nothing starts
         self.pending.drain(lambda job, key: self._try_start(ctx, job, key, spot), spot=spot)
 
     def _try_start(self, ctx: Context, job: Job, key: tuple, spot: bool) -> bool:
+        if not (job.fractional or self.evictable()) and ctx.state.free_in(ctx.groups_of(job)) < job.num_gpus:
+            if not spot:
+                self.blocked.add(key)
+            return False  # too few free GPUs and no spot job to evict: placing and making room fail
         alloc = self.place(ctx, job)
         if alloc is None and not spot and key not in self.blocked:
             alloc = self.make_room(ctx, job)

@@ -4,14 +4,17 @@ fragmentation starts thanks to migration when the gain exceeds the cost, and not
 from __future__ import annotations
 
 import math
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
-from simkit import Checked, by_id, cluster, job, simulate
+from simkit import Checked, by_id, cluster, job, make_job, simulate
 
+from schedlab.policies.common.placers import Consolidate
 from schedlab.policies.migration.defrag import Defrag, expected_wait, node_slots
 from schedlab.policies.registry import PolicyOptions, make_policy
 from schedlab.sim.engine import SimConfig
+from schedlab.sim.job import PENDING
 
 COSTS = dict(checkpoint_s=10.0, restore_s=30.0, restart_s=10.0, checkpoint_interval_s=math.inf)
 
@@ -107,3 +110,19 @@ def test_expected_wait_is_the_time_the_readiest_nodes_free() -> None:
     assert expected_wait(Ctx, [0, 1], [4], on_node) == 60.0  # node 1 has 4 free at 60, node 0 at 80
     assert expected_wait(Ctx, [0, 1], [4, 4], on_node) == 80.0
     assert expected_wait(Ctx, [0, 1], [3], on_node) == 30.0
+
+
+def test_a_round_reads_gang_jobs_only_up_to_each_pools_oldest_pending_one() -> None:
+    """The repair looks at the oldest pending gang job of each pool; it stops reading there,
+    so a growing backlog of gang jobs does not make every round longer."""
+    policy = Defrag(make_policy("fifo", rng=np.random.default_rng(0)), Consolidate())
+    for idx in range(200):
+        gang = make_job(4, idx=idx)
+        gang.state = PENDING
+        policy.gangs[idx] = gang
+    asked: list[int] = []
+    state = SimpleNamespace(pool_gpus_on={"": 8})
+    ctx = SimpleNamespace(state=state, pool_of=lambda job: asked.append(job.idx) or "")
+    policy.blocked = lambda ctx, job: False  # the oldest is not blocked: nothing to repair
+    assert policy.repair(ctx) is False
+    assert asked == [0]

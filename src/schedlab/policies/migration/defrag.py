@@ -107,28 +107,38 @@ class Defrag(WrappedPolicy):
             self.inner.schedule(ctx)
 
     def repair(self, ctx: Context) -> bool:
-        """Migrate for the oldest blocked gang job of each pool; whether anything moved."""
+        """Migrate for the oldest pending gang job of each pool if it is blocked; whether
+        anything moved. Reading stops once every pool's oldest pending gang job is found."""
         moved = False
         seen: set[str] = set()
+        pools = ctx.state.pool_gpus_on.keys()
         for job in self.gangs.values():
+            if job.state != PENDING:
+                continue
             pool = ctx.pool_of(job)
-            if job.state != PENDING or pool in seen:
+            if pool in seen:
                 continue
             seen.add(pool)
-            if not self.blocked(ctx, job):
-                continue
-            plan = self.plan(ctx, job)
-            if plan is None:
-                continue
-            if not plan.gain > self.gain_ratio * plan.cost:
-                self.declined += 1
-                continue
-            for victim, node in plan.moves:
-                ctx.migrate(victim, [(node, int(victim.num_gpus))])
-            self.repairs += 1
-            self.moves += len(plan.moves)
-            moved = True
+            moved = self._repair_for(ctx, job) or moved
+            if seen.issuperset(pools):
+                break
         return moved
+
+    def _repair_for(self, ctx: Context, job: Job) -> bool:
+        """Migrate for ``job`` if it is blocked and the plan's gain exceeds its cost."""
+        if not self.blocked(ctx, job):
+            return False
+        plan = self.plan(ctx, job)
+        if plan is None:
+            return False
+        if not plan.gain > self.gain_ratio * plan.cost:
+            self.declined += 1
+            return False
+        for victim, node in plan.moves:
+            ctx.migrate(victim, [(node, int(victim.num_gpus))])
+        self.repairs += 1
+        self.moves += len(plan.moves)
+        return True
 
     def blocked(self, ctx: Context, job: Job) -> bool:
         """Enough GPUs are free in the job's groups, but its placer cannot place it."""

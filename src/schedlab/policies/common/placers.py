@@ -9,7 +9,7 @@ the bucket sizes, except where a docstring says it scans.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 
 import numpy as np
 
@@ -58,10 +58,11 @@ class Placer:
         if free >= need:
             return False
         eligible = {id(g) for g in groups}
-        for k, alloc in enumerate(allocs):
-            if not held_alone(state, alloc):
+        for k, step in enumerate(released_in_order(state, allocs)):
+            if step is None:
                 return False
-            free += sum(len(gids) for node, gids in alloc if id(state.groups[state.node_group[node]]) in eligible)
+            free += sum(after - before for node, before, after in step
+                        if id(state.groups[state.node_group[node]]) in eligible)  # fmt: skip
             if free >= need:
                 return k + 1
         return None
@@ -173,16 +174,12 @@ class Consolidate(Placer):
 
         if fits():
             return False
-        free = state.free
-        gained: dict[int, int] = {}
-        for k, alloc in enumerate(allocs):
-            if not held_alone(state, alloc):
+        for k, step in enumerate(released_in_order(state, allocs)):
+            if step is None:
                 return False
-            for node, gids in alloc:
+            for node, before, after in step:
                 if state.groups[state.node_group[node]] is not g:
                     continue
-                before = gained.get(node, free[node])
-                after = gained[node] = before + len(gids)
                 if rest and rest <= before < size:
                     roomy -= 1
                 if after == size:
@@ -197,13 +194,10 @@ class Consolidate(Placer):
     def _one_node_releases(state: ClusterState, eligible: set[int], need: int, allocs: list) -> int | None | bool:
         """How many leading ``allocs`` free ``need`` GPUs on one node of the ``eligible`` groups
         (ids); the placer puts such a job on one node, so that is exactly when it fits."""
-        free = state.free
-        gained: dict[int, int] = {}
-        for k, alloc in enumerate(allocs):
-            if not held_alone(state, alloc):
+        for k, step in enumerate(released_in_order(state, allocs)):
+            if step is None:
                 return False
-            for node, gids in alloc:
-                after = gained[node] = gained.get(node, free[node]) + len(gids)
+            for node, _, after in step:
                 if after >= need and id(state.groups[state.node_group[node]]) in eligible:
                     return k + 1
         return None
@@ -262,10 +256,23 @@ class RandomFit(Placer):
         return [nodes[i] for i in self.rng.permutation(len(nodes))]
 
 
-def held_alone(state: ClusterState, alloc) -> bool:
-    """Whether every GPU of ``alloc`` is held by one job only (releasing it frees them)."""
+def released_in_order(state: ClusterState, allocs: list) -> Iterator[list[tuple[int, int, int]] | None]:
+    """Release ``allocs`` one after another, on paper: for each, the (node, free GPUs before,
+    free GPUs after) of its nodes; None for an allocation with a GPU that another job shares
+    (releasing it frees no whole GPU), after which nothing more is yielded."""
+    free = state.free
     holders = state.gpu_jobs
-    return all(holders[node][gid] == 1 for node, gids in alloc for gid in gids)
+    gained: dict[int, int] = {}
+    for alloc in allocs:
+        if not all(holders[node][gid] == 1 for node, gids in alloc for gid in gids):
+            yield None
+            return
+        step = []
+        for node, gids in alloc:
+            before = gained.get(node, free[node])
+            after = gained[node] = before + len(gids)
+            step.append((node, before, after))
+        yield step
 
 
 def worker_room(groups: tuple[Group, ...], worker: int) -> int:

@@ -173,6 +173,12 @@ class Checked(Policy):
     def on_node_on(self, ctx: Simulation, node: int) -> None:
         self.inner.on_node_on(ctx, node)
 
+    def on_stopped(self, ctx: Simulation, job: Job) -> None:
+        self.inner.on_stopped(ctx, job)
+
+    def on_migrated(self, ctx: Simulation, job: Job) -> None:
+        self.inner.on_migrated(ctx, job)
+
     def schedule(self, ctx: Simulation) -> None:
         self.inner.schedule(ctx)
         check_state(ctx)

@@ -14,7 +14,7 @@ from schedlab.policies.common.placers import Consolidate
 from schedlab.policies.migration.defrag import Defrag, expected_wait, node_slots
 from schedlab.policies.registry import PolicyOptions, make_policy
 from schedlab.sim.engine import SimConfig
-from schedlab.sim.job import PENDING
+from schedlab.sim.job import PENDING, RUNNING
 
 COSTS = dict(checkpoint_s=10.0, restore_s=30.0, restart_s=10.0, checkpoint_interval_s=math.inf)
 
@@ -112,17 +112,109 @@ def test_expected_wait_is_the_time_the_readiest_nodes_free() -> None:
     assert expected_wait(Ctx, [0, 1], [3], on_node) == 30.0
 
 
-def test_a_round_reads_gang_jobs_only_up_to_each_pools_oldest_pending_one() -> None:
-    """The repair looks at the oldest pending gang job of each pool; it stops reading there,
-    so a growing backlog of gang jobs does not make every round longer."""
+def test_a_round_reads_each_waiting_gang_job_once_until_it_waits_again() -> None:
+    """The repair looks at the oldest pending gang job of each pool. A round drops the gang jobs
+    it finds running, so the next round does not read them again; a job paused later (engine
+    callback ``on_stopped``) is read again, in its arrival order."""
     policy = Defrag(make_policy("fifo", rng=np.random.default_rng(0)), Consolidate())
-    for idx in range(200):
-        gang = make_job(4, idx=idx)
-        gang.state = PENDING
-        policy.gangs[idx] = gang
+    gangs = [make_job(4, idx=idx) for idx in range(200)]
+    read: list[int] = []
+
+    class Active(dict):
+        def get(self, idx):
+            read.append(idx)
+            return super().get(idx)
+
+    ctx = SimpleNamespace(active=Active((g.idx, g) for g in gangs), pool_of=lambda job: "")
+    for g in gangs:
+        g.state = PENDING
+        policy.on_arrival(ctx, g)
+    for g in gangs[:150]:
+        g.state = RUNNING
     asked: list[int] = []
-    state = SimpleNamespace(pool_gpus_on={"": 8})
-    ctx = SimpleNamespace(state=state, pool_of=lambda job: asked.append(job.idx) or "")
-    policy.blocked = lambda ctx, job: False  # the oldest is not blocked: nothing to repair
+    policy.blocked = lambda ctx, job: asked.append(job.idx) and False  # nothing to repair
     assert policy.repair(ctx) is False
-    assert asked == [0]
+    assert asked == [150] and read == list(range(151))
+    read.clear()
+    assert policy.repair(ctx) is False
+    assert asked == [150, 150] and read == [150]  # the running ones were dropped
+    gangs[7].state = PENDING
+    policy.on_stopped(ctx, gangs[7])
+    read.clear()
+    policy.repair(ctx)
+    assert asked[-1] == 7 and read == [7]
+
+
+class Forgetful(Defrag):
+    """Makes the plan again in every blocked round (no plan is remembered)."""
+
+    def plan_holds_until(self, ctx):
+        return ctx.now
+
+
+class PastStalls(Defrag):
+    """Remembers a plan past restore stalls' ends, and under ``kill`` (wrong: for the tests below)."""
+
+    def plan_holds_until(self, ctx):
+        return math.inf
+
+
+def counted(policy: Defrag) -> list[int]:
+    calls = [0]
+    plan = policy.plan
+
+    def wrapper(ctx, job):
+        calls[0] += 1
+        return plan(ctx, job)
+
+    policy.plan = wrapper
+    return calls
+
+
+def test_a_declined_plan_is_made_once_while_nothing_changes() -> None:
+    # g is blocked from 100 to 110 (the small jobs end at 110): a 10 s wait, 4 x 10 = 40 GPU-s of
+    # gain against 80 of cost, declined; 4-GPU jobs arriving at 101-105 queue behind it in five
+    # more rounds that change nothing, and their plan would be the same.
+    rows = fragmented(110.0) + [job(f"w{i}", 100.0 + i, 4, 50.0) for i in range(1, 6)]
+    outcomes = []
+    for cls in (Defrag, Forgetful):
+        policy = cls(make_policy("fifo", rng=np.random.default_rng(0)), Consolidate())
+        calls = counted(policy)
+        jobs = by_id(simulate(rows, cluster([4, 4]), Checked(policy), SimConfig(**COSTS)))
+        outcomes.append((jobs, policy.report(jobs)["defrag"], calls[0]))
+    (jobs, report, calls), (again, report_again, calls_again) = outcomes
+    assert jobs.loc["g", "first_start_s"] == 110.0 and jobs["migrations"].sum() == 0
+    assert report == report_again == {"repairs": 0, "moves": 0, "declined": 6}  # one per blocked round
+    assert calls == 1 and calls_again == 6
+    assert jobs.equals(again)
+
+
+def random_rows(seed: int, n: int = 60) -> list[dict]:
+    rng = np.random.default_rng(seed)
+    t = 0.0
+    out = []
+    for i in range(n):
+        t += float(rng.exponential(40.0))
+        gpus = int(rng.choice([1, 1, 1, 2, 3, 4, 8]))
+        out.append(job(f"j{i}", round(t), gpus, float(round(rng.exponential(400.0)) + 1)))
+    return out
+
+
+@pytest.mark.parametrize(("inner", "seed", "config"), [
+    # srtf pauses jobs, which stall on restart; here a restore stall ends between two rounds of
+    # one state, which makes its job movable, and the plan made again migrates it
+    ("srtf", 7, SimConfig(checkpoint_s=10.0, restore_s=30.0, restart_s=10.0)),
+    # under kill each job's cost falls back at its periodic checkpoints: a declined plan may pass later
+    ("fifo", 2, SimConfig(checkpoint_model="kill", checkpoint_interval_s=120.0, checkpoint_s=10.0, restore_s=30.0,
+                          restart_s=10.0)),
+])  # fmt: skip
+def test_remembered_plans_decide_as_plans_made_in_every_round(inner: str, seed: int, config: SimConfig) -> None:
+    def run(cls):
+        policy = cls(make_policy(inner, rng=np.random.default_rng(0)), Consolidate())
+        jobs = by_id(simulate(random_rows(seed), cluster([4, 4, 8, 8]), Checked(policy), config))
+        return jobs, policy.report(jobs)["defrag"]
+
+    remembered, forgetful = run(Defrag), run(Forgetful)
+    assert remembered[0].equals(forgetful[0]) and remembered[1] == forgetful[1]
+    assert remembered[1]["repairs"] > 0
+    assert not run(PastStalls)[0].equals(remembered[0])  # the workload needs the rule it checks

@@ -53,6 +53,24 @@ def test_a_what_if_check_is_undone_even_when_it_raises() -> None:
     assert (list(state.free), state.busy_gpus, [g.free_total for g in state.groups]) == before
 
 
+def test_the_state_version_moves_with_allocations_and_power_but_not_with_a_what_if() -> None:
+    state = ClusterState(cluster([4, 4]))
+    versions = [state.version]
+    held = ((0, state.take_whole(0, 3)),)
+    versions.append(state.version)
+    with state.what_if() as release:
+        release(held, 1000)
+    versions.append(state.version)
+    state.release(0, held[0][1], 1000)
+    versions.append(state.version)
+    state.power_off(1)
+    versions.append(state.version)
+    state.power_on(1)
+    versions.append(state.version)
+    assert versions[2] == versions[1]  # the what-if left everything as it was
+    assert versions[0] < versions[1] < versions[3] < versions[4] < versions[5]
+
+
 def test_param_sets_a_tiresias_threshold_and_the_summary_shows_it(tmp_path: Path) -> None:
     runner = CliRunner()
     base = ["simulate", "--synthetic", "venus", "--jobs", "600", "--policy", "tiresias", "--no-progress"]

@@ -93,6 +93,7 @@ class ClusterState:
                 g.buckets[self.node_gpus[i]].add(i)
                 g.free_total += self.node_gpus[i]
         self._eligible: dict[tuple[str, str], tuple[Group, ...]] = {}
+        self.version = 0  # rises with every change of allocation or power; a what-if leaves it as it was
 
     # ----- queries -------------------------------------------------------------------------
     def groups_for(self, pool: str, gpu_type: str) -> tuple[Group, ...]:
@@ -124,6 +125,7 @@ class ClusterState:
 
     def take_whole(self, node: int, count: int) -> tuple[int, ...]:
         """Claim ``count`` whole free GPUs of ``node``; returns their indices."""
+        self.version += 1
         old = self.free[node]
         ids = self.free_ids[node]
         keep = len(ids) - count
@@ -143,6 +145,7 @@ class ClusterState:
     def take_fraction(self, node: int, milli: int) -> int:
         """Put a fractional request on the fullest GPU of ``node`` that still has room,
         else on a whole free GPU; returns the GPU index."""
+        self.version += 1
         used = self.gpu_used[node]
         best, best_used = -1, -1
         for gid, u in enumerate(used):
@@ -165,6 +168,7 @@ class ClusterState:
 
     def share(self, node: int, gids: tuple[int, ...], milli: int) -> None:
         """Add one more job to GPUs that are already held (time-sharing)."""
+        self.version += 1
         for gid in gids:
             self._add_use(node, gid, milli)
 
@@ -180,6 +184,7 @@ class ClusterState:
 
     def release(self, node: int, gids: tuple[int, ...], milli: int) -> None:
         """A job holding ``milli`` of each GPU in ``gids`` on ``node`` leaves."""
+        self.version += 1
         used = self.gpu_used[node]
         holders = self.gpu_jobs[node]
         if milli == FULL and all(used[gid] == FULL and holders[gid] == 1 for gid in gids):
@@ -222,6 +227,7 @@ class ClusterState:
     def reclaim(self, node: int, gids: tuple[int, ...], milli: int) -> None:
         """Exact inverse of :meth:`release`: the job holding ``milli`` of ``gids`` comes back
         (used by what-if checks that release GPUs and then restore them)."""
+        self.version += 1
         used = self.gpu_used[node]
         holders = self.gpu_jobs[node]
         taken = 0
@@ -248,6 +254,7 @@ class ClusterState:
         """A what-if check: inside, ``release(alloc, milli)`` frees a job's GPUs as if it had
         stopped; on leaving, even by an exception, they are taken back in the order released."""
         released: list[tuple[Held, int]] = []
+        version = self.version
 
         def release(alloc: Held, milli: int) -> None:
             for node, gids in alloc:
@@ -260,6 +267,7 @@ class ClusterState:
             for alloc, milli in released:
                 for node, gids in alloc:
                     self.reclaim(node, gids, milli)
+            self.version = version
 
     def _update_partial(self, node: int) -> None:
         partial = self.groups[self.node_group[node]].partial
@@ -269,6 +277,7 @@ class ClusterState:
             partial.pop(node, None)
 
     def power_off(self, node: int) -> None:
+        self.version += 1
         g = self.groups[self.node_group[node]]
         g.buckets[self.free[node]].remove(node)
         g.free_total -= self.free[node]
@@ -280,6 +289,7 @@ class ClusterState:
         self.nodes_on -= 1
 
     def power_on(self, node: int) -> None:
+        self.version += 1
         g = self.groups[self.node_group[node]]
         self.on[node] = True
         g.buckets[self.free[node]].add(node)

@@ -491,6 +491,7 @@ class Simulation:
         job.queued_since = self.now
         self.pending_count += 1
         self.actions += 1
+        self.policy.on_stopped(self, job)
 
     def _running_or_fail(self, job: Job, what: str) -> None:
         if job.state != RUNNING:

@@ -44,6 +44,7 @@ class ClusterView(Protocol):
     pool_gpus_on: Mapping[str, int]
     type_names: tuple[str, ...]
     type_gpus_on: Sequence[int]
+    version: int  # rises whenever an allocation or a node's power changes (a what-if check excepted)
 
     def groups_for(self, pool: str, gpu_type: str) -> tuple[Group, ...]: ...
     def free_in(self, groups: tuple[Group, ...]) -> int: ...
@@ -169,6 +170,10 @@ class Policy:
         """A running job was moved (``ctx.migrate``, by this policy or a wrapper around it); under
         the ``kill`` checkpoint model it lost the work since its last checkpoint."""
 
+    def on_stopped(self, ctx: Context, job: Job) -> None:
+        """A running job was paused or evicted (by this policy or a wrapper around it); it is
+        pending again."""
+
     def schedule(self, ctx: Context) -> None:
         """Decide: start, preempt, migrate... through ``ctx``."""
 
@@ -218,6 +223,9 @@ class WrappedPolicy(Policy):
 
     def on_migrated(self, ctx: Context, job: Job) -> None:
         self.inner.on_migrated(ctx, job)
+
+    def on_stopped(self, ctx: Context, job: Job) -> None:
+        self.inner.on_stopped(ctx, job)
 
     def schedule(self, ctx: Context) -> None:
         self.inner.schedule(ctx)

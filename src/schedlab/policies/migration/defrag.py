@@ -28,6 +28,12 @@ free GPUs as it needs. For a blocked job the wrapper
 5. when gain > ``gain_ratio`` x cost, migrates the jobs and lets the inner policy schedule
    again, which now finds whole free nodes for the blocked job.
 
+A plan that was declined, or that could not be made, is remembered for its job until an
+allocation or a node's power changes (``state.version``) or a running job's restore stall ends
+(it becomes movable): until then the same moves would be found, every job's time left only
+shrinks, so the gain does too, and the cost stays. Under ``kill`` the cost follows each job's
+work since its last periodic checkpoint, so the plan is made again in every blocked round.
+
 Deviations and limits: the post describes the primitive, not a defragmentation algorithm; the
 slot choice is greedy per slot, which minimises the moves when slots are chosen independently
 (it does not search joint plans). The wait estimate reads remaining work, as the oracle
@@ -38,14 +44,15 @@ inner policy may still start another job on the freed nodes.
 
 from __future__ import annotations
 
+import heapq
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from schedlab.policies.common.placers import Placer
 from schedlab.policies.params import as_dict, help_field
-from schedlab.sim.job import PENDING, RUNNING, Job
+from schedlab.sim.job import PENDING, Job
 from schedlab.sim.policy import Context, Policy, WrappedPolicy
 
 if TYPE_CHECKING:
@@ -81,20 +88,27 @@ class Defrag(WrappedPolicy):
         self.name = f"{inner.name}+defrag"
         self.gain_ratio = gain_ratio
         self.max_moves = max_moves
-        self.gangs: dict[int, Job] = {}  # arrived, unfinished multi-GPU jobs in arrival order
+        # per pool: a heap of the arrival indices of gang jobs (more than one GPU) not seen
+        # running since they last waited; a job that starts leaves it when a round next reads it
+        self.waiting: dict[str, list[int]] = {}
         self.repairs = 0
         self.moves = 0
-        self.declined = 0  # plans dropped because the cost exceeded the gain
+        self.declined = 0  # rounds whose plan was dropped because the cost exceeded the gain
+        # per pool: (job idx, state version, until, declined) of the last plan not carried out
+        self.unchanged: dict[str, tuple[int, int, float, bool]] = {}
 
     # ----- bookkeeping -------------------------------------------------------------------------
     def on_arrival(self, ctx: Context, job: Job) -> None:
         self.inner.on_arrival(ctx, job)
-        if job.num_gpus > 1:
-            self.gangs[job.idx] = job
+        self._wait(ctx, job)
 
-    def on_finish(self, ctx: Context, job: Job) -> None:
-        self.gangs.pop(job.idx, None)
-        self.inner.on_finish(ctx, job)
+    def on_stopped(self, ctx: Context, job: Job) -> None:
+        self.inner.on_stopped(ctx, job)
+        self._wait(ctx, job)
+
+    def _wait(self, ctx: Context, job: Job) -> None:
+        if job.num_gpus > 1:
+            heapq.heappush(self.waiting.setdefault(ctx.pool_of(job), []), job.idx)
 
     def report(self, jobs: pd.DataFrame) -> dict[str, Any]:
         return {**self.inner.report(jobs),
@@ -107,38 +121,53 @@ class Defrag(WrappedPolicy):
             self.inner.schedule(ctx)
 
     def repair(self, ctx: Context) -> bool:
-        """Migrate for the oldest pending gang job of each pool if it is blocked; whether
-        anything moved. Reading stops once every pool's oldest pending gang job is found."""
+        """Migrate for the oldest pending gang job of each pool if it is blocked (pools in the
+        order of those jobs' arrival); whether anything moved. A round reads each pool's
+        waiting jobs only up to the oldest still pending, and drops those it finds running
+        (they come back through ``on_stopped``), so it reads each job once per wait."""
+        active = ctx.active
+        oldest: list[tuple[int, str]] = []
+        for pool, waiting in self.waiting.items():
+            while waiting:
+                job = active.get(waiting[0])
+                if job is not None and job.state == PENDING:
+                    oldest.append((job.idx, pool))
+                    break
+                heapq.heappop(waiting)
+        oldest.sort()
         moved = False
-        seen: set[str] = set()
-        pools = ctx.state.pool_gpus_on.keys()
-        for job in self.gangs.values():
-            if job.state != PENDING:
-                continue
-            pool = ctx.pool_of(job)
-            if pool in seen:
-                continue
-            seen.add(pool)
-            moved = self._repair_for(ctx, job) or moved
-            if seen.issuperset(pools):
-                break
+        for idx, pool in oldest:
+            moved = self._repair_for(ctx, active[idx], pool) or moved
         return moved
 
-    def _repair_for(self, ctx: Context, job: Job) -> bool:
+    def _repair_for(self, ctx: Context, job: Job, pool: str) -> bool:
         """Migrate for ``job`` if it is blocked and the plan's gain exceeds its cost."""
         if not self.blocked(ctx, job):
             return False
-        plan = self.plan(ctx, job)
-        if plan is None:
+        known = self.unchanged.get(pool)
+        if known is not None and known[0] == job.idx and known[1] == ctx.state.version and ctx.now < known[2]:
+            self.declined += known[3]
             return False
-        if not plan.gain > self.gain_ratio * plan.cost:
-            self.declined += 1
+        plan = self.plan(ctx, job)
+        if plan is None or not plan.gain > self.gain_ratio * plan.cost:
+            declined = plan is not None
+            self.declined += declined
+            self.unchanged[pool] = (job.idx, ctx.state.version, self.plan_holds_until(ctx), declined)
             return False
         for victim, node in plan.moves:
             ctx.migrate(victim, [(node, int(victim.num_gpus))])
         self.repairs += 1
         self.moves += len(plan.moves)
         return True
+
+    @staticmethod
+    def plan_holds_until(ctx: Context) -> float:
+        """Until when a plan made now stays the same while no allocation changes: the next end
+        of a running job's restore stall; now under ``kill``, whose cost changes with time."""
+        if ctx.pause_kills:
+            return ctx.now
+        now = ctx.now
+        return min((j.stall_until for j in ctx.running.values() if j.stall_until > now), default=math.inf)
 
     def blocked(self, ctx: Context, job: Job) -> bool:
         """Enough GPUs are free in the job's groups, but its placer cannot place it."""
@@ -152,19 +181,14 @@ class Defrag(WrappedPolicy):
         if not nodes:
             return None
         slots = node_slots(int(job.num_gpus), max(state.node_gpus[n] for n in nodes))
-        on_node = jobs_by_node(ctx)
+        small = small_jobs_by_node(ctx)
+        ranked: dict[int, list[tuple[tuple[int, float, int], list[Job]]]] = {}
         targets: list[int] = []
         moving: list[Job] = []
         for slot in slots:
-            best: tuple[tuple[int, float, int], list[Job]] | None = None
-            for n in nodes:
-                if n in targets or state.node_gpus[n] < slot:
-                    continue
-                chosen = moves_to_free(ctx, n, slot, on_node.get(n, []))
-                if chosen is not None:
-                    key = (len(chosen), sum(move_cost(ctx, j) for j in chosen), n)
-                    if best is None or key < best[0]:
-                        best = (key, chosen)
+            if slot not in ranked:
+                ranked[slot] = nodes_to_free(ctx, nodes, slot, small)
+            best = next((c for c in ranked[slot] if c[0][2] not in targets), None)
             if best is None:
                 return None
             targets.append(best[0][2])
@@ -174,7 +198,7 @@ class Defrag(WrappedPolicy):
         moves = destinations(ctx, moving, targets)
         if moves is None:
             return None
-        gain = job.num_gpus * expected_wait(ctx, nodes, slots, on_node)
+        gain = job.num_gpus * expected_wait(ctx, nodes, slots, jobs_by_node(ctx))
         return Plan(tuple(moves), tuple(targets), gain, sum(move_cost(ctx, j) for j in moving))
 
 
@@ -191,31 +215,56 @@ def jobs_by_node(ctx: Context) -> dict[int, list[Job]]:
     """Running jobs by the nodes they hold."""
     out: dict[int, list[Job]] = {}
     for j in ctx.running.values():
-        for node in j.nodes:
+        for node, _ in j.alloc:
             out.setdefault(node, []).append(j)
     return out
 
 
-def movable(ctx: Context, job: Job, node: int) -> bool:
-    """A small job that may be moved off ``node``: running there alone on whole GPUs, fewer than
-    the node holds, not sharing a GPU, not forked, and past its restore stall."""
-    return (job.state == RUNNING and job.nodes == (node,) and not job.fractional and not job.colocated
-            and not job.copies and job.num_gpus < ctx.state.node_gpus[node] and ctx.now >= job.stall_until)  # fmt: skip
+def small_jobs_by_node(ctx: Context) -> dict[int, list[Job]]:
+    """The small jobs of each node, largest first (then by arrival): running there alone on
+    whole GPUs, fewer than the node holds, not sharing a GPU, not forked, and past their restore
+    stall; the jobs a plan may move."""
+    out: dict[int, list[Job]] = {}
+    now = ctx.now
+    node_gpus = ctx.state.node_gpus
+    for j in ctx.running.values():
+        if (len(j.alloc) == 1 and not j.fractional and not j.colocated and not j.copies and now >= j.stall_until
+                and j.num_gpus < node_gpus[j.alloc[0][0]]):  # fmt: skip
+            out.setdefault(j.alloc[0][0], []).append(j)
+    for jobs in out.values():
+        if len(jobs) > 1:
+            jobs.sort(key=lambda j: (-j.num_gpus, j.idx))
+    return out
 
 
-def moves_to_free(ctx: Context, node: int, slot: int, jobs: list[Job]) -> list[Job] | None:
-    """The fewest small jobs to move off ``node`` for ``slot`` free GPUs (largest first); None
-    when its small jobs cannot free that many."""
-    short = slot - ctx.state.free[node]
-    if short <= 0:
-        return []
+def nodes_to_free(
+    ctx: Context, nodes: list[int], slot: int, small: dict[int, list[Job]]
+) -> list[tuple[tuple[int, float, int], list[Job]]]:
+    """The nodes that can free ``slot`` GPUs by moving small jobs, best first by (moves, their
+    cost, node id), each with the jobs it moves. Slot by slot, the plan takes the best node not
+    yet taken: the greedy choice, as a node's moves do not depend on the other slots."""
+    out = []
+    state = ctx.state
+    for n in nodes:
+        if state.node_gpus[n] < slot:
+            continue
+        chosen = moves_to_free(slot - state.free[n], small.get(n, ()))
+        if chosen is not None:
+            out.append(((len(chosen), sum(move_cost(ctx, j) for j in chosen), n), chosen))
+    out.sort(key=lambda c: c[0])
+    return out
+
+
+def moves_to_free(short: int, small: Sequence[Job]) -> list[Job] | None:
+    """The fewest of a node's ``small`` jobs (largest first) to move for ``short`` more free
+    GPUs; None when they cannot free that many."""
     chosen: list[Job] = []
-    for j in sorted((j for j in jobs if movable(ctx, j, node)), key=lambda j: (-j.num_gpus, j.idx)):
+    for j in small:
+        if short <= 0:
+            break
         chosen.append(j)
         short -= int(j.num_gpus)
-        if short <= 0:
-            return chosen
-    return None
+    return chosen if short <= 0 else None
 
 
 def move_cost(ctx: Context, job: Job) -> float:

@@ -129,6 +129,22 @@ def test_lyra_reclaims_the_node_whose_spot_jobs_lose_least_work() -> None:
     assert (newest["p"]["preemptions"], newest["q"]["preemptions"], newest["r"]["preemptions"]) == (1, 1, 0)
 
 
+def test_lyra_has_nothing_to_evict_once_its_fractional_spot_jobs_are_gone() -> None:
+    rows = [job("f", 0.0, 0.5, 100.0, priority_class="spot"), job("h", 200.0, 4, 100.0, priority_class="hp")]
+    seen: list[bool] = []
+
+    class Watch(Recorder):
+        def schedule(self, ctx) -> None:
+            super().schedule(ctx)
+            seen.append(self.inner.evictable())
+
+    policy = Watch(make_policy("lyra", rng=np.random.default_rng(0)))
+    result = Simulation(workload(rows), cluster([4, 4]), policy, config=NO_CKPT).run()
+    assert result.jobs["finished"].all()
+    assert seen[0] is True  # f runs on a loaned node
+    assert seen[-1] is False and policy.inner.fractions_on == {}
+
+
 def test_lyra_node_set_room_counts_what_whole_workers_can_take() -> None:
     state = ClusterState(cluster([8, 8, 4, 1, 8]))
     for node, count in [(0, 3), (2, 4), (4, 6)]:  # free: 5, 8, 0, 1, 2

@@ -180,7 +180,10 @@ class Lyra(SpotFCFS):
         super().released(ctx, job)
         for node, _gids in job.data:
             if job.cls == SPOT and job.fractional:
-                del self.fractions_on[node][job.idx]
+                on_node = self.fractions_on[node]
+                del on_node[job.idx]
+                if not on_node:
+                    del self.fractions_on[node]
             self.hp.refresh(node)
             self.loaned.refresh(node)
             if node in self.loaned and ctx.state.idle(node):

@@ -3,13 +3,17 @@ fragmentation starts thanks to migration when the gain exceeds the cost, and not
 
 from __future__ import annotations
 
+import io
 import math
 from types import SimpleNamespace
 
 import numpy as np
 import pytest
+from rich.console import Console
 from simkit import Checked, by_id, cluster, job, make_job, simulate
 
+from schedlab.metrics.summary import summarize
+from schedlab.metrics.tables import summary_table
 from schedlab.policies.common.placers import Consolidate
 from schedlab.policies.migration.defrag import Defrag, expected_wait, node_slots
 from schedlab.policies.registry import PolicyOptions, make_policy
@@ -218,3 +222,13 @@ def test_remembered_plans_decide_as_plans_made_in_every_round(inner: str, seed: 
     assert remembered[0].equals(forgetful[0]) and remembered[1] == forgetful[1]
     assert remembered[1]["repairs"] > 0
     assert not run(PastStalls)[0].equals(remembered[0])  # the workload needs the rule it checks
+
+
+def test_the_run_summary_counts_the_migrations() -> None:
+    policy = make_policy("fifo+defrag", rng=np.random.default_rng(0))
+    result = simulate(fragmented(10_000.0), cluster([4, 4]), Checked(policy), SimConfig(**COSTS))
+    summary = summarize(result.jobs, result.timeseries, policy="fifo+defrag")
+    assert summary["migrations"] == 2 == policy.report(result.jobs)["defrag"]["moves"]
+    console = Console(width=80, file=io.StringIO())
+    console.print(summary_table(summary))
+    assert any(line.split() == ["migrations", "2"] for line in console.file.getvalue().splitlines())

@@ -67,6 +67,7 @@ METRICS = (
     Metric("gpu_alloc_rate_run", "GPU alloc, whole run", Unit.RATE, "higher", summary=2),
     Metric("gpu_alloc_rate_by_model", "GPU alloc by model", Unit.BREAKDOWN),
     Metric("preemptions", "preemptions", Unit.COUNT, "lower", summary=1, compare=1),
+    Metric("migrations", "migrations", Unit.COUNT, summary=2),
     Metric("colocated_jobs", "jobs that shared GPUs", Unit.COUNT, summary=2),
     Metric("gpu_seconds", "GPU-seconds", Unit.NUMBER),
     Metric("classes", "by priority class", Unit.BREAKDOWN),

@@ -111,6 +111,7 @@ def summarize(
         "gpu_alloc_rate_run": gpu_alloc_rate(ts, end_s),
         "gpu_alloc_rate_by_model": gpu_alloc_rate_by_model(ts, end_s, window),
         "preemptions": int(frame["preemptions"].sum()),
+        "migrations": int(jobs["migrations"].sum()) if "migrations" in jobs else 0,
         "colocated_jobs": int((jobs["colocated_s"] > 0).sum()) if "colocated_s" in jobs else 0,
         "gpu_seconds": float(frame["gpu_seconds"].sum()),
         "classes": class_breakdown(frame, frozenset(evictable_classes)),

@@ -127,11 +127,15 @@ class Gavel(RoundPolicy):
         self._x: tuple[list[str], np.ndarray] = ([], np.zeros((0, 0)))
         self.lp_solves = 0
         self.fits: dict[str, int] = {}  # largest gang one GPU type can hold, by required type ("" = any)
+        self.by_type: dict[str, int] = {}  # GPUs of each type
+        self.type_nodes: dict[str, list[int]] = {}  # nodes of each type
 
     def setup(self, ctx: Context) -> None:
         super().setup(ctx)
-        by_type = ctx.cluster.gpus_by_type()
-        self.fits = {"": max(by_type.values()), **by_type}
+        self.by_type = ctx.cluster.gpus_by_type()
+        self.fits = {"": max(self.by_type.values()), **self.by_type}
+        for node, gtype in enumerate(ctx.state.node_type):
+            self.type_nodes.setdefault(gtype, []).append(node)
 
     def allocation(self, cluster: ClusterSpec, jobs: list[Job]) -> tuple[list[str], np.ndarray]:
         """The LP's ``X`` for ``jobs`` (rows) over the cluster's types (columns)."""
@@ -141,7 +145,7 @@ class Gavel(RoundPolicy):
         for i, job in enumerate(jobs):
             rates = job_speedups(self.table, cluster, job)
             for j, t in enumerate(types):
-                if job.num_gpus <= _type_gpus(cluster, t) and rates.get(t, 0.0) > 0:
+                if job.num_gpus <= by_type.get(t, 0) and rates.get(t, 0.0) > 0:
                     speed[i, j] = rates[t] if self.aware else 1.0
         capacity = np.array([float(by_type.get(t, 0)) for t in types])
         scale = np.array([float(j.num_gpus) for j in jobs])
@@ -168,7 +172,7 @@ class Gavel(RoundPolicy):
                     priority = x[i, j] / served if served else float("inf")
                     pairs.append((-priority, -x[i, j], job.idx, t, job))
         pairs.sort(key=lambda p: p[:4])
-        left = ctx.cluster.gpus_by_type()
+        left = dict(self.by_type)
         chosen: dict[int, tuple[Job, str]] = {}
         for _, _, idx, t, job in pairs:
             if idx not in chosen and left.get(t, 0) >= job.num_gpus:
@@ -187,7 +191,7 @@ class Gavel(RoundPolicy):
         for idx, (job, t) in sorted(chosen.items(), key=lambda kv: (-kv[1][0].num_gpus, kv[0])):
             if idx in target:
                 continue
-            alloc = _pack(free, [n for n in range(len(free)) if node_type[n] == t], int(job.num_gpus))
+            alloc = _pack(free, self.type_nodes[t], int(job.num_gpus))
             if alloc is not None:
                 target[idx] = alloc
         for idx, (job, t) in chosen.items():
@@ -198,10 +202,6 @@ class Gavel(RoundPolicy):
 
     def report(self, jobs) -> dict:
         return {**super().report(jobs), "lp_solves": self.lp_solves}
-
-
-def _type_gpus(cluster: ClusterSpec, gtype: str) -> int:
-    return sum(n.num_gpus for n in cluster.nodes if n.gpu_type == gtype)
 
 
 def _pack(free: list[int], nodes: list[int], need: int) -> Alloc | None:

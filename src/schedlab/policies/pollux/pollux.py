@@ -37,6 +37,7 @@ learning-rate scaling (AdaScale), which only matters for real training.
 
 from __future__ import annotations
 
+import heapq
 import math
 import time
 from typing import Any
@@ -197,27 +198,56 @@ class Pollux(Policy):
                 free += 1
             count[job.idx] = 1
             free -= 1
-        for _ in range(2 * total):  # (2) single-GPU moves while the best one helps
-            gains = sorted(((u(j, count[j.idx] + 1) - u(j, count[j.idx]), j.idx, j) for j in admitted
-                            if count[j.idx] < total), key=lambda g: (-g[0], g[1]))[:2]  # fmt: skip
-            if not gains:
+        # (2) single-GPU moves while the best one helps. The best two gains (a GPU more) and the
+        # least two losses (a GPU less) are read from heaps; a job's entries are pushed again
+        # when its count changes, and older ones are skipped (``stamp``).
+        stamp = {j.idx: 0 for j in admitted}
+        gains: list[tuple[float, int, int, Job]] = []  # (-gain, idx, stamp, job)
+        losses: list[tuple[float, int, int, Job]] = []  # (loss, idx, stamp, job)
+
+        def push(j: Job) -> None:
+            c = count[j.idx]
+            if c < total:
+                heapq.heappush(gains, (-(u(j, c + 1) - u(j, c)), j.idx, stamp[j.idx], j))
+            if c >= 2:
+                heapq.heappush(losses, (u(j, c) - u(j, c - 1), j.idx, stamp[j.idx], j))
+
+        def best_two(heap: list[tuple[float, int, int, Job]]) -> list[tuple[float, int, int, Job]]:
+            top: list[tuple[float, int, int, Job]] = []
+            while heap and len(top) < 2:
+                entry = heapq.heappop(heap)
+                if entry[2] == stamp[entry[1]]:
+                    top.append(entry)
+            for entry in top:
+                heapq.heappush(heap, entry)
+            return top
+
+        def change(j: Job, by: int) -> None:
+            count[j.idx] += by
+            stamp[j.idx] += 1
+            push(j)
+
+        for j in admitted:
+            push(j)
+        for _ in range(2 * total):
+            top_gains = best_two(gains)
+            if not top_gains:
                 break
             if free > 0:
-                if gains[0][0] <= EPS:
+                if -top_gains[0][0] <= EPS:
                     break
-                count[gains[0][2].idx] += 1
+                change(top_gains[0][3], 1)
                 free -= 1
                 continue
-            losses = sorted(((u(j, count[j.idx]) - u(j, count[j.idx] - 1), j.idx, j) for j in admitted
-                             if count[j.idx] >= 2), key=lambda g: (g[0], g[1]))[:2]  # fmt: skip
-            moves = [(g - loss, gj, lj) for g, _, gj in gains for loss, _, lj in losses if gj is not lj]
+            moves = [(-g - loss, gj, lj) for g, _, _, gj in top_gains for loss, _, _, lj in best_two(losses)
+                     if gj is not lj]  # fmt: skip
             if not moves:
                 break
             delta, to, frm = max(moves, key=lambda m: (m[0], -m[1].idx, -m[2].idx))
             if not delta > EPS:
                 break
-            count[to.idx] += 1
-            count[frm.idx] -= 1
+            change(to, 1)
+            change(frm, -1)
         return {j.idx: count.get(j.idx, 0) for j in jobs}
 
     def apply(self, ctx: Context, target: dict[int, int]) -> None:

@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 
 from schedlab.cluster.spec import ClusterSpec, GpuType, NodeSpec, TenantSpec
-from schedlab.sim.policy import Policy
+from schedlab.sim.policy import Policy, WrappedPolicy
 from schedlab.sim.engine import SimConfig, SimResult, Simulation
 from schedlab.sim.job import PENDING, Job
 from schedlab.workload.schema import Workload, canonical_frame
@@ -142,42 +142,18 @@ def check_state(ctx: Simulation) -> None:
     assert s.gpus_on == sum(g for g, on in zip(s.node_gpus, s.on, strict=True) if on)
 
 
-class Checked(Policy):
-    """Wraps a policy: checks the cluster state after every decision and counts finishes."""
+class Checked(WrappedPolicy):
+    """Wraps a policy: checks the cluster state after every decision and counts finishes; every
+    other callback is the inner policy's."""
 
     def __init__(self, inner: Policy) -> None:
-        self.inner = inner
+        super().__init__(inner)
         self.name = inner.name
         self.finishes: dict[str, int] = {}
-
-    @property
-    def jobs_per_gpu(self) -> int:
-        return self.inner.jobs_per_gpu
-
-    def perf_model(self, cluster, config):
-        return self.inner.perf_model(cluster, config)
-
-    def setup(self, ctx: Simulation) -> None:
-        self.inner.setup(ctx)
-
-    def on_arrival(self, ctx: Simulation, job: Job) -> None:
-        self.inner.on_arrival(ctx, job)
 
     def on_finish(self, ctx: Simulation, job: Job) -> None:
         self.finishes[job.id] = self.finishes.get(job.id, 0) + 1
         self.inner.on_finish(ctx, job)
-
-    def on_timer(self, ctx: Simulation, payload: object) -> None:
-        self.inner.on_timer(ctx, payload)
-
-    def on_node_on(self, ctx: Simulation, node: int) -> None:
-        self.inner.on_node_on(ctx, node)
-
-    def on_stopped(self, ctx: Simulation, job: Job) -> None:
-        self.inner.on_stopped(ctx, job)
-
-    def on_migrated(self, ctx: Simulation, job: Job) -> None:
-        self.inner.on_migrated(ctx, job)
 
     def schedule(self, ctx: Simulation) -> None:
         self.inner.schedule(ctx)

@@ -48,7 +48,7 @@ import heapq
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from schedlab.policies.common.placers import Placer
 from schedlab.policies.params import as_dict, help_field
@@ -79,6 +79,16 @@ class Plan:
     cost: float
 
 
+class Unchanged(NamedTuple):
+    """A plan that was not carried out: for which job, at which state version, until when it
+    holds, and whether it was declined (rather than impossible)."""
+
+    job: int
+    version: int
+    until: float
+    declined: bool
+
+
 class Defrag(WrappedPolicy):
     """Wrap ``inner``: after each of its rounds, migrate small jobs to place a blocked gang job."""
 
@@ -94,8 +104,7 @@ class Defrag(WrappedPolicy):
         self.repairs = 0
         self.moves = 0
         self.declined = 0  # rounds whose plan was dropped because the cost exceeded the gain
-        # per pool: (job idx, state version, until, declined) of the last plan not carried out
-        self.unchanged: dict[str, tuple[int, int, float, bool]] = {}
+        self.unchanged: dict[str, Unchanged] = {}  # per pool: its last plan not carried out
 
     # ----- bookkeeping -------------------------------------------------------------------------
     def on_arrival(self, ctx: Context, job: Job) -> None:
@@ -145,14 +154,14 @@ class Defrag(WrappedPolicy):
         if not self.blocked(ctx, job):
             return False
         known = self.unchanged.get(pool)
-        if known is not None and known[0] == job.idx and known[1] == ctx.state.version and ctx.now < known[2]:
-            self.declined += known[3]
+        if known is not None and known.job == job.idx and known.version == ctx.state.version and ctx.now < known.until:
+            self.declined += known.declined
             return False
         plan = self.plan(ctx, job)
         if plan is None or not plan.gain > self.gain_ratio * plan.cost:
             declined = plan is not None
             self.declined += declined
-            self.unchanged[pool] = (job.idx, ctx.state.version, self.plan_holds_until(ctx), declined)
+            self.unchanged[pool] = Unchanged(job.idx, ctx.state.version, self.plan_holds_until(ctx), declined)
             return False
         for victim, node in plan.moves:
             ctx.migrate(victim, [(node, int(victim.num_gpus))])

@@ -13,16 +13,24 @@ Only :class:`schedlab.sim.engine.Simulation` mutates this object; policies read 
 
 from __future__ import annotations
 
+from bisect import bisect_left, insort
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-
-from sortedcontainers import SortedList
 
 from schedlab.cluster.spec import ClusterSpec
 
 FULL = 1000  # one whole GPU, in thousandths
 Held = tuple[tuple[int, tuple[int, ...]], ...]  # the (node, GPU ids) pairs a job holds
+
+
+def _drop(bucket: list[int], node: int) -> None:
+    """Remove ``node`` from a sorted bucket (plain lists: cheaper than a SortedList at the few
+    thousand nodes a group holds)."""
+    i = bisect_left(bucket, node)
+    if i == len(bucket) or bucket[i] != node:
+        raise ValueError(f"node {node} is not in its free-count bucket")
+    del bucket[i]
 
 
 @dataclass(slots=True)
@@ -33,7 +41,7 @@ class Group:
     gpu_type: str
     max_gpus: int
     nodes: list[int]
-    buckets: list[SortedList] = field(default_factory=list)
+    buckets: list[list[int]] = field(default_factory=list)  # sorted node ids per count of free GPUs
     free_total: int = 0
     partial: dict[int, None] = field(default_factory=dict)  # nodes holding a partly used GPU
 
@@ -88,9 +96,9 @@ class ClusterState:
             g.max_gpus = max(g.max_gpus, n.num_gpus)
             self.node_group[i] = index[key]
         for g in self.groups:
-            g.buckets = [SortedList() for _ in range(g.max_gpus + 1)]
+            g.buckets = [[] for _ in range(g.max_gpus + 1)]
             for i in g.nodes:
-                g.buckets[self.node_gpus[i]].add(i)
+                insort(g.buckets[self.node_gpus[i]], i)
                 g.free_total += self.node_gpus[i]
         self._eligible: dict[tuple[str, str], tuple[Group, ...]] = {}
         self.version = 0  # rises with every change of allocation or power; a what-if leaves it as it was
@@ -119,8 +127,8 @@ class ClusterState:
     def _move(self, node: int, old_free: int, new_free: int) -> None:
         if self.on[node]:
             g = self.groups[self.node_group[node]]
-            g.buckets[old_free].remove(node)
-            g.buckets[new_free].add(node)
+            _drop(g.buckets[old_free], node)
+            insort(g.buckets[new_free], node)
             g.free_total += new_free - old_free
 
     def take_whole(self, node: int, count: int) -> tuple[int, ...]:
@@ -279,7 +287,7 @@ class ClusterState:
     def power_off(self, node: int) -> None:
         self.version += 1
         g = self.groups[self.node_group[node]]
-        g.buckets[self.free[node]].remove(node)
+        _drop(g.buckets[self.free[node]], node)
         g.free_total -= self.free[node]
         g.partial.pop(node, None)
         self.on[node] = False
@@ -292,7 +300,7 @@ class ClusterState:
         self.version += 1
         g = self.groups[self.node_group[node]]
         self.on[node] = True
-        g.buckets[self.free[node]].add(node)
+        insort(g.buckets[self.free[node]], node)
         g.free_total += self.free[node]
         self.gpus_on += self.node_gpus[node]
         self.type_gpus_on[self.node_tid[node]] += self.node_gpus[node]

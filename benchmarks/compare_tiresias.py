@@ -180,6 +180,21 @@ def check_python2(python: str) -> None:
         raise SystemExit(f"--python {python}: the Tiresias simulator needs Python 2.7 ({python} gives: {out or 'no answer'})")
 
 
+def checked_arguments(args: argparse.Namespace, known) -> tuple[Path, list[str]]:
+    """The simulator checkout and the schedules asked for, or a clear stop: not a Tiresias
+    checkout, no Python 2 to run it (unless ``--reuse``), or a schedule not in ``known``."""
+    checkout = args.simulator.resolve()
+    if not (checkout / "simulator" / "run_sim.py").exists():
+        raise SystemExit(f"{checkout} is not a Tiresias checkout (no simulator/run_sim.py)")
+    if not args.reuse:
+        check_python2(args.python)
+    schedules = [s.strip() for s in args.schedules.split(",") if s.strip()]
+    unknown = [s for s in schedules if s not in known]
+    if unknown:
+        raise SystemExit(f"unknown schedule {unknown[0]}; choose of {', '.join(known)}")
+    return checkout, schedules
+
+
 def run_simulator(checkout: Path, workdir: Path, schedule: str, reuse: bool, python: list[str]) -> Run:
     """Run (or with ``reuse`` read back) one schedule of Tiresias' simulator; its CPU time is the
     subprocess' user + system time."""
@@ -288,15 +303,7 @@ def main() -> None:
     parser.add_argument("--python", default="python2.7",
                         help="the Python 2.7 command the simulator runs with (with PYENV_VERSION=2.7.18 for pyenv)")  # fmt: skip
     args = parser.parse_args()
-    checkout = args.simulator.resolve()
-    if not (checkout / "simulator" / "run_sim.py").exists():
-        raise SystemExit(f"{checkout} is not a Tiresias checkout (no simulator/run_sim.py)")
-    if not args.reuse:
-        check_python2(args.python)
-    schedules = [s.strip() for s in args.schedules.split(",") if s.strip()]
-    unknown = [s for s in schedules if s not in SCHEDULES]
-    if unknown:
-        raise SystemExit(f"unknown schedule {unknown[0]}; choose of {', '.join(SCHEDULES)}")
+    checkout, schedules = checked_arguments(args, SCHEDULES)
     workdir = (args.workdir or Path(tempfile.mkdtemp(prefix="compare_tiresias_"))).resolve()
     workdir.mkdir(parents=True, exist_ok=True)
     unit_s = {"s": 1.0, "min": 60.0}[args.time_unit]

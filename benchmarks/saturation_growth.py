@@ -31,7 +31,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from compare_tiresias import DEFAULT_TRACE, FREE, SIM_THRESHOLDS, Run, check_python2, markdown, run_schedlab, run_simulator, write_inputs
+from compare_tiresias import DEFAULT_TRACE, FREE, SIM_THRESHOLDS, Run, checked_arguments, markdown, run_schedlab, run_simulator, write_inputs
 from schedlab.policies.classic.orders import srsf, srtf
 from schedlab.policies.classic.tiresias import Tiresias
 from schedlab.policies.common.placers import Consolidate, FirstFit
@@ -91,15 +91,7 @@ def main() -> None:
     parser.add_argument("--reuse", action="store_true", help="reuse the simulator's logs from an earlier run in --workdir")
     parser.add_argument("--python", default="python2.7", help="the Python 2.7 command the simulator runs with")
     args = parser.parse_args()
-    checkout = args.simulator.resolve()
-    if not (checkout / "simulator" / "run_sim.py").exists():
-        raise SystemExit(f"{checkout} is not a Tiresias checkout (no simulator/run_sim.py)")
-    if not args.reuse:
-        check_python2(args.python)
-    schedules = [s.strip() for s in args.schedules.split(",") if s.strip()]
-    unknown = [s for s in schedules if s not in PAIRS]
-    if unknown:
-        raise SystemExit(f"unknown schedule {unknown[0]}; choose of {', '.join(PAIRS)}")
+    checkout, schedules = checked_arguments(args, PAIRS)
     rows = []
     for fraction in FRACTIONS:
         workdir = (args.workdir / f"prefix_{fraction:g}").resolve()

@@ -25,8 +25,8 @@ Held = tuple[tuple[int, tuple[int, ...]], ...]  # the (node, GPU ids) pairs a jo
 
 
 def _drop(bucket: list[int], node: int) -> None:
-    """Remove ``node`` from a sorted bucket (plain lists: cheaper than a SortedList at the few
-    thousand nodes a group holds)."""
+    """Remove ``node`` from a sorted bucket (plain lists: cheaper than a SortedList up to
+    about 5,000 nodes per group; docs/decisions.md)."""
     i = bisect_left(bucket, node)
     if i == len(bucket) or bucket[i] != node:
         raise ValueError(f"node {node} is not in its free-count bucket")

@@ -32,6 +32,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Collection
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -180,7 +181,7 @@ def check_python2(python: str) -> None:
         raise SystemExit(f"--python {python}: the Tiresias simulator needs Python 2.7 ({python} gives: {out or 'no answer'})")
 
 
-def checked_arguments(args: argparse.Namespace, known) -> tuple[Path, list[str]]:
+def checked_arguments(args: argparse.Namespace, known: Collection[str]) -> tuple[Path, list[str]]:
     """The simulator checkout and the schedules asked for, or a clear stop: not a Tiresias
     checkout, no Python 2 to run it (unless ``--reuse``), or a schedule not in ``known``."""
     checkout = args.simulator.resolve()

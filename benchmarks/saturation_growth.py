@@ -39,7 +39,7 @@ from schedlab.sim.engine import SimConfig
 from schedlab.workload.loaders import load_trace
 
 FRACTIONS = (0.125, 0.25, 0.5, 1.0)
-# simulator schedule -> (schedlab policy with its settings matched, schedlab's registered policy with defaults)
+# simulator schedule -> (schedlab policy with its settings matched, the same policy with its defaults, its registered name)
 PAIRS = {
     "shortest": (lambda: srtf(FirstFit()), lambda: srtf(Consolidate()), "srtf"),
     "shortest-gpu": (lambda: srsf(FirstFit()), lambda: srsf(Consolidate()), "srsf"),

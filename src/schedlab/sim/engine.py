@@ -163,7 +163,7 @@ class Simulation:
         self._submit: list[float] = jobs["submit_s"].tolist()
         self._cols = {c: jobs[c].tolist() for c in (
             "job_id", "user", "tenant", "name", "priority_class", "num_gpus", "gpus_per_worker", "gpu_type",
-            "duration_s", "checkpoint_interval_s", "model", "deadline_s", "gpu_mem_gib")}  # fmt: skip
+            "duration_s", "checkpoint_interval_s", "model", "deadline_s", "gpu_mem_gib", "time_limit_s")}  # fmt: skip
         self.now = 0.0
         self.running: dict[int, Job] = {}
         self.active: dict[int, Job] = {}
@@ -216,7 +216,7 @@ class Simulation:
             i, c["job_id"][i], self._submit[i], c["user"][i], c["tenant"][i], c["name"][i], c["priority_class"][i],
             c["num_gpus"][i], c["gpus_per_worker"][i], c["gpu_type"][i], c["duration_s"][i],
             self.config.checkpoint_interval_s if ckpt != ckpt else ckpt, c["model"][i], c["deadline_s"][i],
-            c["gpu_mem_gib"][i],
+            c["gpu_mem_gib"][i], c["time_limit_s"][i],
         )  # fmt: skip
 
     # ----- main loop ---------------------------------------------------------------------------

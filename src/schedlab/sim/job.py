@@ -20,7 +20,8 @@ class Job:
     ``run_s`` counts the wall seconds it held GPUs, stalls included; ``served_s`` only those
     outside stalls (its service). ``pause_s``, ``restore_s`` and ``migration_s`` add up the
     checkpoint costs charged to it (:mod:`schedlab.sim.checkpoint`); ``mem_gib`` is its row's
-    GPU memory per GPU (NaN: the cost model's default). ``data`` is free for the policy's own
+    GPU memory per GPU (NaN: the cost model's default); ``time_limit`` its row's requested
+    run-time limit (NaN: none), which only policies that plan with limits (Slurm's) read. ``data`` is free for the policy's own
     bookkeeping.
     """
 
@@ -30,7 +31,7 @@ class Job:
         "state", "alloc", "milli", "rate", "remaining", "last_update", "stall_until", "restart_cost", "version",
         "first_start", "end", "queue_s", "queued_since", "run_s", "served_s", "run_since", "preemptions",
         "migrations", "lost_work", "gpu_seconds", "work_done", "saved_progress", "colocated", "shared_s", "shared_since",
-        "copies", "elastic", "mem_gib", "pause_s", "restore_s", "migration_s", "data",
+        "copies", "elastic", "mem_gib", "time_limit", "pause_s", "restore_s", "migration_s", "data",
     )  # fmt: skip
 
     def __init__(
@@ -50,6 +51,7 @@ class Job:
         model: str,
         deadline: float,
         mem_gib: float = math.nan,
+        time_limit: float = math.nan,
     ) -> None:
         self.idx = idx
         self.id = job_id
@@ -92,6 +94,7 @@ class Job:
         self.shared_since = 0.0
         self.copies: tuple[tuple[int, ...], ...] = ()  # nodes of each forked copy (Simulation.fork)
         self.mem_gib = mem_gib
+        self.time_limit = time_limit  # the user's run-time limit, wall seconds (NaN = none)
         self.pause_s = 0.0  # checkpoint saves of its pauses
         self.restore_s = 0.0  # restores and restarts after its pauses and evictions
         self.migration_s = 0.0  # stalls of its migrations

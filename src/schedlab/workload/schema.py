@@ -23,6 +23,7 @@ sorted by submit time (ties keep the trace's order), plus a little metadata.
 | deadline_s | float64 | absolute deadline in workload seconds (NaN = none) |
 | queue_s | float64 | queueing delay the trace recorded: start − submit, seconds (NaN = not recorded) |
 | gpu_mem_gib | float64 | active GPU memory per GPU, GiB (NaN = unknown: the checkpoint cost models draw a default) |
+| time_limit_s | float64 | the run-time limit the user asked for, seconds (NaN = none; Slurm's `--time`) |
 | source_row | int64 | the job's 1-based data row in the source file (errors name it) |
 """
 
@@ -48,6 +49,7 @@ FLOAT_COLUMNS = (
     "deadline_s",
     "queue_s",
     "gpu_mem_gib",
+    "time_limit_s",
 )
 DATA_COLUMNS = (
     "job_id",
@@ -68,6 +70,7 @@ DATA_COLUMNS = (
     "deadline_s",
     "queue_s",
     "gpu_mem_gib",
+    "time_limit_s",
 )
 COLUMNS = (*DATA_COLUMNS, "source_row")  # the columns a trace supplies, then where each job came from
 REQUIRED = ("job_id", "submit_s", "num_gpus", "duration_s")
@@ -89,6 +92,7 @@ DEFAULTS: dict[str, object] = {
     "deadline_s": np.nan,
     "queue_s": np.nan,
     "gpu_mem_gib": np.nan,
+    "time_limit_s": np.nan,
 }
 FINAL_STATES = ("completed", "cancelled", "failed", "unknown")
 
@@ -202,6 +206,8 @@ def validate(jobs: pd.DataFrame, *, source: str) -> None:
     for col in ("checkpoint_interval_s", "deadline_s", "num_cpus", "batch_size", "queue_s", "gpu_mem_gib"):
         v = jobs[col].to_numpy()
         fail(np.isinf(v) | (v < 0), col, "must be a non-negative number or empty")
+    limit = jobs["time_limit_s"].to_numpy()
+    fail(limit <= 0, "time_limit_s", "time limit must be positive, infinite or empty")
 
 
 def _to_float(values: np.ndarray, col: str, source: str, rows: np.ndarray) -> np.ndarray:

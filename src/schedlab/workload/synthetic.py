@@ -897,6 +897,7 @@ def _frame(p: Profile, jobs: dict[str, np.ndarray]) -> pd.DataFrame:
         "deadline_s": nan,
         "queue_s": nan,
         "gpu_mem_gib": nan,
+        "time_limit_s": nan,
         "source_row": np.arange(1, n + 1),
     }
     frame = pd.DataFrame({col: columns[col] for col in COLUMNS})

@@ -19,6 +19,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from schedlab.cli_slurm import slurm_app
 from schedlab.errors import ConfigError
 from schedlab.terminal import EXIT_INTERRUPTED, EXIT_TERMINATED, BoundaryGroup, RunBars, Terminated, error_line
 
@@ -41,6 +42,7 @@ app = typer.Typer(
 )
 traces_app = typer.Typer(help="List trace formats and synthetic profiles; inspect a trace file.", no_args_is_help=True)
 app.add_typer(traces_app, name="traces")
+app.add_typer(slurm_app, name="slurm")
 console = Console()
 err_console = Console(stderr=True)
 

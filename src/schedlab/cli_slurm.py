@@ -1,0 +1,228 @@
+"""``schedlab slurm``: a local Slurm sandbox of fake GPU nodes, and trace replay on it."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
+from schedlab.errors import ConfigError
+
+slurm_app = typer.Typer(
+    help=(
+        "A real Slurm on this machine: start a sandbox of fake GPU nodes, replay a trace on it and "
+        "compare with the simulator.\n\n"
+        "Needs Slurm from Debian's packages (root):\n\n"
+        "  apt-get install -y --no-install-recommends slurmctld slurmd slurm-client munge\n\n"
+        "  (with --accounting also: slurmdbd mariadb-server)\n\n"
+        "Example:\n\n"
+        "  schedlab slurm up --nodes 16 --accounting\n\n"
+        "  schedlab slurm replay --synthetic philly --jobs 200 --speedup 600 --out runs/replay\n\n"
+        "  schedlab slurm down"
+    ),
+    no_args_is_help=True,
+)
+console = Console()
+err_console = Console(stderr=True)
+
+DirOpt = Annotated[Path, typer.Option("--dir", help="The sandbox's directory (config, logs, state, PIDs).")]
+DEFAULT_DIR = Path("slurm-sandbox")
+
+
+@slurm_app.command()
+def up(
+    nodes: Annotated[int, typer.Option("--nodes", "-N", help="Fake GPU nodes (one slurmd each).")] = 16,
+    gpus_per_node: Annotated[int, typer.Option("--gpus-per-node", help="GPUs per node.")] = 8,
+    gpu_type: Annotated[str, typer.Option("--gpu-type", help="GPU type name in Gres (gpu:TYPE:N).")] = "a100",
+    partitions: Annotated[Optional[str], typer.Option("--partitions", help="Split the nodes into partitions NAME:NODES,... in order, e.g. vc1:8,vc2:8 (default: one partition 'gpu').")] = None,
+    accounting: Annotated[bool, typer.Option("--accounting", help="Also start MariaDB and slurmdbd, so `sacct` works.")] = False,
+    scheduler: Annotated[str, typer.Option("--scheduler", help="backfill (sched/backfill, Slurm's default) or builtin (strict priority order).")] = "backfill",
+    sched_params: Annotated[Optional[str], typer.Option("--sched-params", help="Slurm's SchedulerParameters, e.g. bf_interval=5,bf_resolution=10.")] = None,
+    conf: Annotated[Optional[list[str]], typer.Option("--conf", help="Another slurm.conf line KEY=VALUE (repeat), e.g. --conf PriorityWeightAge=1000.")] = None,
+    port_base: Annotated[int, typer.Option("--port-base", help="First TCP port: slurmctld; +1 slurmdbd, +2 MariaDB, +10.. the nodes.")] = 16900,
+    sandbox_dir: DirOpt = DEFAULT_DIR,
+) -> None:
+    """Start a Slurm sandbox: munged, slurmctld and one slurmd per fake GPU node (with
+    --accounting also MariaDB and slurmdbd), all in --dir and stopped by `schedlab slurm down`.
+
+    Examples:
+
+      schedlab slurm up --nodes 16 --accounting
+
+      schedlab slurm up --nodes 16 --partitions vc1:8,vc2:8 --scheduler builtin
+
+      schedlab slurm up --nodes 4 --sched-params bf_interval=5 --conf PriorityWeightAge=1000
+    """
+    from rich.status import Status
+
+    from schedlab.slurm import sandbox
+    from schedlab.slurm.conf import SandboxSpec, parse_extra, parse_partitions
+
+    spec = SandboxSpec(
+        nodes=nodes, gpus_per_node=gpus_per_node, gpu_type=gpu_type,
+        partitions=parse_partitions(partitions or ""), accounting=accounting, scheduler=scheduler,
+        scheduler_parameters=sched_params or "", extra=parse_extra(conf or []), port_base=port_base,
+    )  # fmt: skip
+    t0 = time.monotonic()
+    with Status("starting the Slurm sandbox", console=err_console) as status:
+        box = sandbox.up(spec, sandbox_dir, on_wait=lambda phase: status.update(f"Slurm sandbox: {phase}"))
+    took = time.monotonic() - t0
+    memory = sum(sandbox.memory_mb(box.layout).values())
+    parts = ", ".join(f"{p} ({len(n)} nodes)" for p, n in spec.partition_nodes().items())
+    console.print(f"Slurm sandbox up in {took:.1f} s: {nodes} nodes x {gpus_per_node} GPUs ({gpu_type}), "
+                  f"partitions {escape(parts)}, sched/{scheduler}"
+                  + (", accounting (slurmdbd on MariaDB)" if accounting else "")
+                  + f"; {memory:.0f} MB resident")  # fmt: skip
+    console.print(f"Use it:   export SLURM_CONF={escape(str(box.layout.slurm_conf))}", highlight=False, soft_wrap=True)
+    console.print("          sinfo; sbatch --gres=gpu:1 --wrap 'sleep 10'; squeue", highlight=False, soft_wrap=True)
+    console.print(f"Stop it:  schedlab slurm down --dir {escape(str(box.layout.root))}", highlight=False, soft_wrap=True)
+
+
+@slurm_app.command()
+def down(sandbox_dir: DirOpt = DEFAULT_DIR) -> None:
+    """Stop the sandbox in --dir: every daemon it started (by PID), and any job left running."""
+    from schedlab.slurm import sandbox
+    from schedlab.slurm.conf import Layout
+
+    state = sandbox.status(sandbox_dir)
+    daemons = len(state.get("pids", {}))
+    if not state["supervisor_alive"] and not sandbox.sandbox_processes(Layout(sandbox_dir.resolve())):
+        console.print(f"the sandbox in {escape(str(sandbox_dir))} is not running; nothing to stop")
+        return
+    t0 = time.monotonic()
+    leftovers = sandbox.down(sandbox_dir)
+    for line in leftovers:
+        err_console.print(f"killed a leftover process: {escape(line)}", highlight=False)
+    remaining = sandbox.sandbox_processes(Layout(sandbox_dir.resolve()))
+    if remaining:
+        raise ConfigError(f"{len(remaining)} processes of the sandbox are still running: "
+                          + "; ".join(f"{pid} {cmd}" for pid, cmd in remaining[:3]))  # fmt: skip
+    console.print(f"stopped the Slurm sandbox ({daemons} daemons) in {time.monotonic() - t0:.1f} s; no process is left")
+
+
+@slurm_app.command()
+def status(sandbox_dir: DirOpt = DEFAULT_DIR) -> None:
+    """Show the sandbox's daemons, their memory, and its nodes."""
+    from schedlab.slurm import sandbox
+    from schedlab.slurm.client import SlurmClient, SlurmUnavailable
+    from schedlab.slurm.conf import Layout
+
+    state = sandbox.status(sandbox_dir)
+    layout = Layout(sandbox_dir.resolve())
+    console.print(f"sandbox {escape(str(layout.root))}: {state['status']}"
+                  + (f" (started in {state['startup_s']} s)" if "startup_s" in state else ""))  # fmt: skip
+    memory = {int(k.split()[0]): v for k, v in sandbox.memory_mb(layout).items()}
+    table = Table("daemon", "pid", "running", "MB")
+    for name, pid in sorted(state.get("pids", {}).items()):
+        table.add_row(name, str(pid), "yes" if state["alive"][name] else "no", f"{memory.get(pid, 0):.0f}")
+    console.print(table)
+    if state["supervisor_alive"]:
+        try:
+            nodes = SlurmClient(layout.slurm_conf, timeout_s=5).nodes()
+        except SlurmUnavailable as exc:
+            console.print(f"slurmctld does not answer: {escape(str(exc))}")
+            return
+        states: dict[str, int] = {}
+        for n in nodes:
+            states[n.state] = states.get(n.state, 0) + 1
+        used = sum(n.gpus_used for n in nodes)
+        total = sum(n.gpus for n in nodes)
+        console.print(f"nodes: {', '.join(f'{v} {k}' for k, v in sorted(states.items()))}; GPUs in use {used}/{total}")
+
+
+@slurm_app.command()
+def env(sandbox_dir: DirOpt = DEFAULT_DIR) -> None:
+    """Print the shell line that points Slurm's commands at the sandbox: eval "$(schedlab slurm env)"."""
+    from schedlab.slurm.conf import Layout
+    from schedlab.slurm.state import read_state
+
+    layout = Layout(sandbox_dir.resolve())
+    read_state(layout)
+    print(f"export SLURM_CONF={layout.slurm_conf}")
+
+
+@slurm_app.command()
+def replay(
+    trace: Annotated[Optional[Path], typer.Option("--trace", help="Trace file to replay.")] = None,
+    fmt: Annotated[Optional[str], typer.Option("--format", "-f", help="Trace format: see `schedlab traces list`.")] = None,
+    synthetic: Annotated[Optional[str], typer.Option("--synthetic", help="Or a synthetic profile: venus, philly, simple, ...")] = None,
+    jobs: Annotated[Optional[int], typer.Option("--jobs", "-n", min=1, help="Replay the first N jobs (of the trace, after --window; or N synthetic jobs).")] = None,
+    window: Annotated[Optional[str], typer.Option("--window", help="Keep jobs submitted in START:END hours from the trace start.")] = None,
+    sample: Annotated[Optional[int], typer.Option("--sample", min=1, help="Keep a random sample of N jobs (after --window).")] = None,
+    time_unit: Annotated[Optional[str], typer.Option("--time-unit", help="Unit of the trace's numeric times: s, ms, min or h.")] = None,
+    tenant_prefix: Annotated[Optional[str], typer.Option("--tenant-prefix", help="Strip this prefix from tenant names.")] = None,
+    speedup: Annotated[float, typer.Option("--speedup", "-k", min=0.001, help="Time compression K: submit at submit/K, sleep duration/K.")] = 100.0,
+    time_limit: Annotated[str, typer.Option("--time-limit", help="Each job's limit: auto (the trace's, else its duration), exact (its duration) or xF (F x its duration); whole minutes, at least 1, plus 1 s margin.")] = "auto",
+    seed: Annotated[int, typer.Option("--seed", min=0, help="Seed of --sample, the synthetic trace and the simulation.")] = 0,
+    out: Annotated[Path, typer.Option("--out", "-o", help="Run directory for replay.parquet, jobs.parquet, summary.json, agreement.json.")] = Path("runs/slurm-replay"),
+    force: Annotated[bool, typer.Option("--force", help="Replace the run already in --out.")] = False,
+    simulate: Annotated[bool, typer.Option(help="Also simulate the same jobs with the sandbox's scheduler and compare.")] = True,
+    sandbox_dir: DirOpt = DEFAULT_DIR,
+) -> None:
+    """Replay a trace on the running sandbox as sleep jobs, K times faster, collect what Slurm
+    really did, and compare it with the simulated Slurm on the same jobs.
+
+    Tenants become partitions when the sandbox has a partition of that name, else accounts of
+    its default partition. Jobs above one node's GPUs run on whole nodes (-N).
+
+    Examples:
+
+      schedlab slurm replay --synthetic philly --jobs 200 --speedup 600 --out runs/replay
+
+      schedlab slurm replay --trace ../shared/data/chronus/trace_job_Philly_MIX2.csv --format philly \\
+          --time-unit min --window 24:36 --jobs 500 --speedup 300 --out runs/replay-philly
+    """
+    from schedlab.experiments.outdir import staged
+    from schedlab.experiments.run import WorkloadSpec, parse_window
+    from schedlab.slurm import replay as rp
+    from schedlab.slurm.sandbox import running_state
+    from schedlab.slurm.conf import Layout, read_slurm_conf
+
+    layout = Layout(sandbox_dir.resolve())
+    if running_state(layout.root) is None:
+        raise ConfigError(f"no Slurm sandbox runs in {layout.root}; start one with `schedlab slurm up`")
+    rule = rp.LimitRule.parse(time_limit)
+    options = {"time_unit": time_unit} if time_unit else {}
+    spec = WorkloadSpec(trace=str(trace) if trace else None, fmt=fmt, synthetic=synthetic,
+                        jobs=jobs if synthetic else None, seed=seed, window_s=parse_window(window), sample=sample,
+                        options=options, tenant_prefix=tenant_prefix)  # fmt: skip
+    workload = spec.build()
+    if jobs is not None and trace is not None and jobs < len(workload):
+        workload = workload.with_jobs(workload.jobs.iloc[:jobs])
+    conf = read_slurm_conf(layout.slurm_conf)
+    with staged(out, force=force) as stage:
+        result = rp.replay_and_record(layout, conf, workload, speedup=speedup, rule=rule, out_dir=stage,
+                                      console=err_console, simulate=simulate, seed=seed)  # fmt: skip
+    _print_replay(result, out)
+
+
+def _print_replay(result: dict, out: Path) -> None:
+    real = result["summary"]
+    console.print(f"replayed {real['jobs']} jobs in {result['wall_s']:.0f} s on the sandbox "
+                  f"(speedup {result['speedup']:g}); wrote {escape(str(out))}")  # fmt: skip
+    agreement = result.get("agreement")
+    if not agreement:
+        return
+    table = Table(title=f"real Slurm vs simulated {agreement['policy']} (real seconds)")
+    table.add_column("metric")
+    table.add_column("real", justify="right")
+    table.add_column("simulated", justify="right")
+    table.add_column("difference", justify="right")
+    for label, key in (("mean JCT", "mean_jct"), ("mean queueing", "mean_queue"), ("mean run time", "mean_run")):
+        r, s = agreement[f"{key}_real_s"], agreement[f"{key}_sim_s"]
+        table.add_row(label, f"{r:.2f} s", f"{s:.2f} s", f"{(r - s) / s:+.1%}" if s else "-")
+    console.print(table)
+    console.print(
+        f"start time, real - simulated: median |diff| {agreement['start_diff_median_abs_s']:.2f} s, "
+        f"p90 {agreement['start_diff_p90_abs_s']:.2f} s "
+        f"({agreement['start_diff_median_abs_intervals']:.2f} and {agreement['start_diff_p90_abs_intervals']:.2f} "
+        f"scheduling intervals of {agreement['interval_s']:g} s); "
+        f"{agreement['share_within_one_interval']:.0%} of jobs start within one interval"
+    )
+    console.print(json.dumps({k: agreement[k] for k in ("jobs", "jobs_compared")}), highlight=False)

@@ -92,6 +92,9 @@ OPENB = (
 )
 ITP = "job_id,submission_time,duration,num_gpu\nu1,1932025,2429,1\n"
 JOBS = "id,arrive,gpus,minutes,who\na,10,2,1.5,x\n"
+SACCT = ("JobID|JobName|Partition|User|State|Submit|Start|End|Elapsed|Timelimit|AllocTRES\n"
+         "6|big|vc2|root|COMPLETED|2026-11-27T19:40:14|2026-11-27T19:40:16|2026-11-27T19:40:19|00:00:03|00:02:00|"
+         "billing=2,cpu=2,gres/gpu:a100=16,gres/gpu=16,node=2\n")  # fmt: skip
 MAP = ("--map", "job_id=id", "--map", "submit_s=arrive", "--map", "num_gpus=gpus", "--map", "duration_s=minutes",
        "--map", "user=who", "--time-unit", "min")  # fmt: skip
 NODES = "gpu_model,gpu_capacity_num,cpu_num,node_name\n"
@@ -238,6 +241,16 @@ CASES: dict[str, Case] = {
     "elasticflow-ragged": one("elasticflow", "cluster01.csv", ITP + "u2,1,2,1,9,9\n", "row 2", "line 3", "6 fields"),
     "elasticflow-nan-duration": one("elasticflow", "cluster01.csv", ITP + "u2,1932030,NaN,2\n",
                                     "row 2", "'duration'", "finite", "got nan"),
+    # --- sacct ----------------------------------------------------------------------------------
+    "sacct-bad-tres": one("sacct", "sacct.txt", SACCT + SACCT.splitlines()[1].replace("gpu=16,", "gpu=x,") + "\n",
+                          "row 2", "'AllocTRES'", "'x'"),
+    "sacct-unknown-state": one("sacct", "sacct.txt", SACCT + SACCT.splitlines()[1].replace("COMPLETED", "DONE") + "\n",
+                               "row 2", "'State'", "'DONE'", subprocess=True),
+    "sacct-json-truncated": one("sacct", "sacct.json", '{"jobs": [{"job_id": 1', "not valid JSON"),
+    "sacct-missing-column": one("sacct", "sacct.txt", SACCT.replace("|AllocTRES", "").replace("|billing", "\nbilling"),
+                                "'AllocTRES'", "missing"),
+    "sacct-typed-gpus-on-a-v100-cluster": one("sacct", "sacct.txt", SACCT, "row 1", "'AllocTRES'", "'a100'",
+                                              command="simulate", args=("--cluster", "uniform:2x8")),
     # --- csv with a column mapping --------------------------------------------------------------
     "csv-negative-minutes": one("csv", "jobs.csv", JOBS + "b,4,1,-3,y\n",
                                 "row 2", "'minutes'", "positive", "got -180 s", args=MAP),

@@ -25,6 +25,7 @@ from schedlab.workload.loaders.openb import load_openb
 from schedlab.workload.loaders.pai import load_pai
 from schedlab.workload.loaders.philly import load_philly
 from schedlab.workload.loaders.pollux import load_pollux_philly
+from schedlab.workload.loaders.sacct import load_sacct
 from schedlab.workload.loaders.tiresias import load_tiresias
 from schedlab.workload.schema import Workload
 
@@ -64,6 +65,7 @@ LOADERS: MappingProxyType[str, LoaderInfo] = _registry(
     LoaderInfo("pai", "Alibaba PAI 2020 pai_job_table + pai_task_table (NSDI '22)", load_pai, folder=True),
     LoaderInfo("openb", "Alibaba 2023 openb_pod_list_*.csv GPU-sharing pods (ATC '23)", load_openb),
     LoaderInfo("elasticflow", "Microsoft ITP cluster*.csv from ElasticFlow (ASPLOS '23)", load_elasticflow),
+    LoaderInfo("sacct", "Slurm job history: sacct --json, or sacct -P text with a header, detected", load_sacct),
     LoaderInfo(
         "csv", "generic CSV with a column mapping to the canonical fields", load_csv
     ),

@@ -33,6 +33,9 @@ from schedlab.policies.migration.defrag import DefragParams, defrag_build
 from schedlab.policies.lucid.build import LucidParams, build_lucid
 from schedlab.policies.params import as_dict, parse
 from schedlab.policies.pollux.build import PolluxParams, build_pollux
+from schedlab.policies.slurm.backfill import SlurmBackfill
+from schedlab.policies.slurm.builtin import SlurmBuiltin
+from schedlab.policies.slurm.params import SlurmParams
 from schedlab.policies.spot.chronus import Chronus, ChronusConfig
 from schedlab.policies.spot.fgd import FGD, FgdParams
 from schedlab.policies.spot.lyra import Lyra
@@ -114,6 +117,12 @@ def _weighted(cls: type) -> Callable[[Placer, Any, PolicyOptions], Policy]:
     return lambda placer, params, options: cls(placer, **as_dict(params), shares=options.shares)
 
 
+def _slurm(cls: type) -> Callable[[Placer, Any, PolicyOptions], Policy]:
+    """A Slurm scheduler: it places its own jobs (select/cons_tres); fair-share shares from
+    ``--shares``, else the cluster's tenant weights."""
+    return lambda placer, params, options: cls(params, shares=options.shares)
+
+
 def _chronus(placer: Placer, params: ChronusConfig, options: PolicyOptions) -> Policy:
     return Chronus(placer, params)
 
@@ -178,6 +187,11 @@ POLICIES: dict[str, PolicyInfo] = {
                    "consolidate", build_lucid, LucidParams),
         PolicyInfo("pollux", "goodput-driven elastic GPU reallocation every 60 s with batch-size adaptation "
                    "(Pollux, OSDI'21); own placement", "consolidate", build_pollux, PolluxParams),
+        PolicyInfo("slurm", "Slurm 22.05 sched/builtin: multifactor priority order, each partition blocked at its "
+                   "first job left pending; own placement (cons_tres)", "best-fit", _slurm(SlurmBuiltin), SlurmParams),
+        PolicyInfo("slurm-backfill", "Slurm 22.05 sched/backfill: the main scheduler plus a backfill cycle every "
+                   "bf_interval s reserving whole nodes by time limits; own placement (cons_tres)", "best-fit",
+                   _slurm(SlurmBackfill), SlurmParams),
     )
 }  # fmt: skip
 # Defragmentation by migration (policies/migration/defrag.py) around the parameterless queue policies.

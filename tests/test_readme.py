@@ -8,6 +8,7 @@ reads the public data is skipped when it is absent. A ``compare`` must show poli
 from __future__ import annotations
 
 import json
+import os
 import re
 import shlex
 import shutil
@@ -32,7 +33,10 @@ def readme_commands() -> list[list[str]]:
     return commands
 
 
-COMMANDS = readme_commands()
+ALL_COMMANDS = readme_commands()
+# The real-Slurm lines share one sandbox and the replay's output: they run in order, below.
+SLURM_COMMANDS = [a for a in ALL_COMMANDS if a[0] == "slurm" or "sacct" in a]
+COMMANDS = [a for a in ALL_COMMANDS if a not in SLURM_COMMANDS]
 
 
 def test_the_readme_starts_with_an_install_and_run_line_and_a_test_line() -> None:
@@ -73,3 +77,34 @@ def test_readme_command_runs_in_a_terminal(args: list[str], tmp_path: Path) -> N
 
 def _policies(args: list[str]) -> list[str]:
     return [args[i + 1] for i, a in enumerate(args) if a in ("-p", "--policy")]
+
+
+def test_readme_slurm_lines_run_in_order_in_a_terminal(tmp_path: Path) -> None:
+    """up, replay, inspect of the replay's sacct.json, down: in one folder, as a user types them."""
+    from schedlab.slurm import sandbox
+    from schedlab.slurm.conf import Layout, SandboxSpec
+
+    if sandbox.missing_binaries(accounting=True):
+        pytest.skip(f"Slurm is not installed: {sandbox.INSTALL} && {sandbox.INSTALL_ACCOUNTING}")
+    if os.geteuid() != 0:
+        pytest.skip("the Slurm sandbox needs root")
+    if not all(sandbox.port_free(p) for p in SandboxSpec(accounting=True).ports.values()):
+        pytest.skip("the README's sandbox ports (16900 on) are taken on this machine")
+    assert [a[:2] for a in SLURM_COMMANDS] == [["slurm", "up"], ["slurm", "replay"], ["traces", "inspect"],
+                                               ["slurm", "down"]]  # fmt: skip
+    work = tmp_path / "work"
+    work.mkdir()
+    screens = []
+    try:
+        for args in SLURM_COMMANDS:
+            code, screen = in_terminal(args, work, timeout=600)
+            screens.append(screen)
+            assert code == 0 and "Traceback" not in screen and "error:" not in screen, screen
+    finally:
+        if (work / "slurm-sandbox" / "sandbox.json").exists():
+            sandbox.down(work / "slurm-sandbox")
+    assert "export SLURM_CONF=" in screens[0]
+    assert "real Slurm vs simulated slurm-backfill" in screens[1]
+    assert "150" in screens[2]
+    assert "no process is left" in screens[3]
+    assert sandbox.sandbox_processes(Layout((work / "slurm-sandbox").resolve())) == []

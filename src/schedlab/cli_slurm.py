@@ -23,7 +23,7 @@ slurm_app = typer.Typer(
         "  (with --accounting also: slurmdbd mariadb-server)\n\n"
         "Example:\n\n"
         "  schedlab slurm up --nodes 16 --accounting\n\n"
-        "  schedlab slurm replay --synthetic philly --jobs 200 --speedup 600 --out runs/replay\n\n"
+        "  schedlab slurm replay --synthetic simple --jobs 150 --speedup 1000 --out runs/replay\n\n"
         "  schedlab slurm down"
     ),
     no_args_is_help=True,
@@ -173,7 +173,7 @@ def replay(
 
     Examples:
 
-      schedlab slurm replay --synthetic philly --jobs 200 --speedup 600 --out runs/replay
+      schedlab slurm replay --synthetic simple --jobs 150 --speedup 1000 --out runs/replay
 
       schedlab slurm replay --trace ../shared/data/chronus/trace_job_Philly_MIX2.csv --format philly \\
           --time-unit min --window 24:36 --jobs 500 --speedup 300 --out runs/replay-philly

@@ -51,12 +51,23 @@ def test_builtin_blocks_a_partition_at_its_first_pending_job_only() -> None:
 def test_event_passes_test_default_queue_depth_jobs_and_full_passes_the_rest() -> None:
     # Three partitions; A and B are full and their next jobs blocked. "c" (queued third) is
     # beyond an event pass of default_queue_depth=1 (Slurm tests depth + 1 = 2 jobs), so it
-    # starts at the first full pass, sched_interval=60 s; with the default depth, at once.
+    # starts at the first full pass, sched_interval=60 s; with the default depth, at the
+    # background loop's pass batch_sched_delay = 3 s after the one that served the jobs at 0.
     spec = cluster([8, 8, 8], pools=["A", "B", "C"], tenants=dict.fromkeys("ABC"), partitioned=True)
     rows = [job("a0", 0, 8, 500.0, tenant="A"), job("b0", 0, 8, 500.0, tenant="B"),
             job("a1", 1, 8, 10.0, tenant="A"), job("b1", 1, 8, 10.0, tenant="B"), job("c", 2, 1, 10.0, tenant="C")]  # fmt: skip
     assert starts(rows, spec, SlurmBuiltin(SlurmParams(default_queue_depth=1)))["c"] == 60.0
-    assert starts(rows, spec, SlurmBuiltin())["c"] == 2.0
+    assert starts(rows, spec, SlurmBuiltin())["c"] == 3.0
+
+
+@pytest.mark.parametrize(("delay", "expected"), [(3, {"a": 0.0, "b": 3.0, "c": 3.0, "d": 5.5}),
+                                                 (1, {"a": 0.0, "b": 1.0, "c": 2.0, "d": 5.5})])  # fmt: skip
+def test_submissions_wait_for_the_background_pass_and_a_job_end_schedules_at_once(delay: int, expected) -> None:
+    # Submissions only queue a pass, which the background loop runs at its first whole-second
+    # check batch_sched_delay after its last one; "d" waits for "a" to end at 5.5, and the end
+    # schedules it at once (no background check needed).
+    rows = [job("a", 0, 8, 5.5), job("b", 0.5, 1, 100.0), job("c", 1.2, 1, 100.0), job("d", 1.5, 8, 10.0)]
+    assert starts(rows, cluster([8, 2]), SlurmBuiltin(SlurmParams(batch_sched_delay=delay))) == expected
 
 
 @pytest.mark.parametrize(("interactive", "favour_big", "small_start"), [(False, False, 2000.0), (True, False, 2.0),

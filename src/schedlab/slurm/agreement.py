@@ -54,24 +54,14 @@ def replay_workload(record: pd.DataFrame, conf: SlurmConf) -> Workload:
     return Workload(canonical_frame(frame, source="replay.parquet"), source="replay.parquet")
 
 
-def policy_name(conf: SlurmConf) -> str:
-    """``slurm-backfill`` for ``sched/backfill``, ``slurm`` for ``sched/builtin``."""
-    sched = conf.settings.get("SchedulerType", "sched/backfill")
-    if sched == "sched/backfill":
-        return "slurm-backfill"
-    if sched == "sched/builtin":
-        return "slurm"
-    raise ConfigError(f"SchedulerType={sched} is not modelled; the simulator has sched/builtin and sched/backfill")
-
-
 def simulate(record: pd.DataFrame, conf: SlurmConf, *, seed: int = 0) -> tuple[pd.DataFrame, str]:
     """Run the replay's jobs through the simulated Slurm; its jobs table (real seconds) and
     the policy's name."""
     from schedlab.policies.registry import PolicyOptions, make_policy
-    from schedlab.policies.slurm.params import params_from_conf
+    from schedlab.policies.slurm.params import params_from_conf, scheduler_policy
     from schedlab.sim.engine import Simulation
 
-    name = policy_name(conf)
+    name = scheduler_policy(conf.settings)
     params = params_from_conf(conf.settings)
     fields = {k: getattr(params, k) for k in params.__dataclass_fields__}
     policy = make_policy(name, rng=np.random.default_rng(seed), options=PolicyOptions(params=fields, seed=seed))

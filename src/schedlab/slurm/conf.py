@@ -7,7 +7,9 @@ never touches the machine's ``/etc/slurm`` or ``/run/munge``.
 
 from __future__ import annotations
 
+import hashlib
 import re
+import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -16,6 +18,7 @@ from schedlab.errors import ConfigError
 SCHEDULERS = ("backfill", "builtin")
 NODE_PREFIX = "gpu-n"
 MAX_NODES = 256
+SHORT_ROOT = 50  # longer roots keep their Unix sockets elsewhere: a socket path has at most 107 bytes
 DEFAULT_PARTITION = "gpu"
 
 
@@ -128,8 +131,22 @@ class Layout:
         return self.root / "slurmdbd.conf"
 
     @property
+    def sockets(self) -> Path:
+        """Where the Unix sockets live: munged's, and slurmd's spool (job steps make sockets
+        ``SPOOL/NODE/NODE_JOB.STEP`` there). The sandbox's own directory when its path is short;
+        else a directory named after it in the machine's temporary folder."""
+        if len(str(self.root)) <= SHORT_ROOT:
+            return self.root
+        digest = hashlib.sha1(str(self.root).encode()).hexdigest()[:12]
+        return Path(tempfile.gettempdir()) / f"schedlab-slurm-{digest}"
+
+    @property
+    def spool(self) -> Path:
+        return self.sockets / "spool"
+
+    @property
     def munge_socket(self) -> Path:
-        return self.root / "munge" / "munge.socket"
+        return self.sockets / "munge" / "munge.socket"
 
     @property
     def munge_key(self) -> Path:
@@ -164,7 +181,7 @@ def slurm_conf_text(spec: SandboxSpec, layout: Layout) -> str:
         "AuthType=auth/munge",
         f"AuthInfo=socket={layout.munge_socket}",
         f"StateSaveLocation={root / 'state'}",
-        f"SlurmdSpoolDir={root / 'spool' / '%n'}",
+        f"SlurmdSpoolDir={layout.spool / '%n'}",
         f"SlurmctldPidFile={root / 'run' / 'slurmctld.pid'}",
         f"SlurmdPidFile={root / 'run' / 'slurmd-%n.pid'}",
         f"SlurmctldLogFile={layout.logs / 'slurmctld.log'}",

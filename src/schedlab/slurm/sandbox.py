@@ -64,8 +64,9 @@ def check_can_start(spec: SandboxSpec, root: Path) -> None:
     if os.geteuid() != 0:
         raise ConfigError("the Slurm sandbox must run as root (its slurmd launch jobs and its fake GPUs are "
                           "device files made with mknod); run it with sudo or as root")  # fmt: skip
-    if len(str(Layout(root).munge_socket)) > MAX_SOCKET_PATH:
-        raise ConfigError(f"--dir {root} is too deep for a Unix socket path; use a shorter directory")
+    if len(str(Layout(root).sockets)) > MAX_SOCKET_PATH - 50:
+        raise ConfigError(f"the temporary folder {Layout(root).sockets.parent} is too deep for Unix sockets; "
+                          "set TMPDIR to a shorter one")  # fmt: skip
     for daemon, port in spec.ports.items():
         if not port_free(port):
             raise ConfigError(f"port {port} (for {daemon}) is taken, perhaps by another sandbox; "
@@ -133,10 +134,13 @@ def _prepare(spec: SandboxSpec, layout: Layout) -> None:
     root = layout.root
     root.mkdir(parents=True, exist_ok=True)
     root.chmod(0o755)
-    for sub in ("state", "spool", "log", "run", "db", "munge", "dev"):
+    for sub in ("state", "log", "run", "db", "dev"):
         shutil.rmtree(root / sub, ignore_errors=True)
         (root / sub).mkdir()
-    (root / "munge").chmod(0o755)  # munged needs execute on the socket's directory for every user
+    for sub in dict.fromkeys((layout.spool, layout.munge_socket.parent, layout.munge_key.parent)):
+        shutil.rmtree(sub, ignore_errors=True)
+        sub.mkdir(parents=True, mode=0o755)
+    layout.munge_socket.parent.chmod(0o755)  # munged needs execute on the socket's directory for every user
     layout.munge_key.write_bytes(os.urandom(1024))
     layout.munge_key.chmod(0o600)
     for i in range(spec.gpus_per_node):
@@ -155,6 +159,8 @@ def down(root: Path, *, timeout_s: float = 60.0) -> list[str]:
     if pid and alive(pid):
         _stop(layout, pid, None, timeout_s=timeout_s)
     leftovers = _sweep(layout)
+    if layout.sockets != layout.root:
+        shutil.rmtree(layout.sockets, ignore_errors=True)
     state = read_state(layout)
     state["status"] = "stopped"
     state["pids"] = {}

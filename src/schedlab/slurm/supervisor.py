@@ -127,7 +127,7 @@ class Supervisor:
         self._spawn("slurmctld", ["slurmctld", "-D", "-f", str(lay.slurm_conf)])
         self._wait("slurmctld", lambda: _command_ok(["scontrol", "ping"], lay), 60)
         for name in spec.node_names:
-            (lay.root / "spool" / name).mkdir(parents=True, exist_ok=True)
+            (lay.spool / name).mkdir(parents=True, exist_ok=True)
             self._spawn(f"slurmd {name}", ["slurmd", "-D", "-N", name, "-f", str(lay.slurm_conf)])
         self._wait("slurmctld", lambda: _nodes_idle(lay, spec.nodes), 120)
 

@@ -10,10 +10,15 @@ Rules (slurm.conf(5) and sched_config.html of Slurm 22.05; job_scheduler.c ``_sc
    partition will be scheduled" (sched_config.html, Overview; slurm.conf, SchedulerType
    sched/builtin). A job its partition can never hold is held and blocks nothing (the
    "partition constraints" exception there).
-3. When: a pass after every submission and job end, testing ``default_queue_depth`` jobs
-   (SchedulerParameters default_queue_depth; ``_schedule`` tests one more, "job_depth++ >
-   def_job_limit"), counting jobs skipped in blocked partitions; and every ``sched_interval``
-   seconds from the start (SchedulerParameters sched_interval) over the whole queue.
+3. When: a pass at once after every job end (its epilog completing calls ``schedule``), and
+   one for the submissions: a submission only queues a request (``queue_job_scheduler``),
+   which the background loop, checking every second, serves once ``batch_sched_delay``
+   seconds have passed since its own last pass (SchedulerParameters batch_sched_delay,
+   default 3; controller.c ``_slurmctld_background``). These passes test
+   ``default_queue_depth`` jobs (SchedulerParameters default_queue_depth; ``_schedule`` tests
+   one more, "job_depth++ > def_job_limit"), counting jobs skipped in blocked partitions.
+   Every ``sched_interval`` seconds from the start (SchedulerParameters sched_interval) the
+   background loop runs a pass over the whole queue instead.
 4. Submission: a batch job (sbatch) is not allocated at submit (``job_allocate`` with
    allocate=0 only tests it) and waits for the pass its submission triggers. With
    ``interactive_submit``, jobs are salloc/srun allocations: ``job_allocate`` starts one at
@@ -43,7 +48,8 @@ from schedlab.policies.slurm.priority import Multifactor, SiteFactor
 from schedlab.sim.job import Job
 from schedlab.sim.policy import Context, Policy
 
-SCHED, CALC = "slurm-sched", "slurm-calc"  # timer kinds: a full pass; a priority recalculation
+SCHED, CALC, SUBMIT = "slurm-sched", "slurm-calc", "slurm-submit"  # timer kinds: a full pass; a priority
+# recalculation; the background loop's check for queued submissions
 
 
 class SlurmBuiltin(Policy):
@@ -64,6 +70,8 @@ class SlurmBuiltin(Policy):
         self.nodes: dict[tuple[str, str], list[int]] = {}  # node indices of a partition (and GPU type)
         self.arrived: list[Job] = []  # interactive jobs submitted since the last round
         self.event = False  # an event-triggered pass is due
+        self.requested = False  # a submission queued a pass for the background loop
+        self.last_background = -math.inf  # when the background loop last ran a pass
         self.full = False  # the periodic pass over the whole queue is due
         self.armed: dict[str, float] = {}  # the pending timer of each kind
         self.starts = {"main": 0}
@@ -82,7 +90,7 @@ class SlurmBuiltin(Policy):
         self._enqueue(ctx, job)
         if self.params.interactive_submit:
             self.arrived.append(job)
-        self.event = True
+        self._request(ctx)
         self.touch(ctx)
 
     def on_finish(self, ctx: Context, job: Job) -> None:
@@ -102,6 +110,13 @@ class SlurmBuiltin(Policy):
         del self.armed[payload]
         if payload == SCHED:
             self.full = True
+            self.requested = False  # the full pass serves the queued submissions too
+            self.last_background = ctx.now
+            return True
+        if payload == SUBMIT:
+            self.event = True
+            self.requested = False
+            self.last_background = ctx.now
             return True
         if payload == CALC:
             self._recalculate(ctx)
@@ -193,6 +208,15 @@ class SlurmBuiltin(Policy):
         alloc = self.place(ctx, job)
         if alloc is not None:
             self.start(ctx, job, alloc, "main")
+
+    def _request(self, ctx: Context) -> None:
+        """``queue_job_scheduler``: the background loop runs a pass at its first check (taken at
+        whole seconds) at least ``batch_sched_delay`` after its last one."""
+        self.requested = True
+        if SUBMIT not in self.armed:
+            at = max(float(math.ceil(ctx.now)), self.last_background + self.params.batch_sched_delay)
+            self.armed[SUBMIT] = at
+            ctx.set_timer(at, SUBMIT)
 
     def _recalculate(self, ctx: Context) -> None:
         """A PriorityCalcPeriod tick: decay and charge usage, recompute every pending job's

@@ -3,7 +3,7 @@
 
 Each default is the one slurm.conf(5) of Slurm 22.05 documents (SchedulerParameters entries
 ``bf_interval``, ``bf_window``, ``bf_resolution``, ``bf_max_job_test``, ``sched_interval``,
-``default_queue_depth``; PriorityWeight*, PriorityMaxAge, PriorityCalcPeriod,
+``default_queue_depth``, ``batch_sched_delay``; PriorityWeight*, PriorityMaxAge, PriorityCalcPeriod,
 PriorityFavorSmall, PriorityDecayHalfLife; partition DefaultTime/MaxTime). Times are in
 seconds except ``bf_window``, in minutes as Slurm has it.
 """
@@ -28,6 +28,7 @@ _RANGES = {
     "bf_max_job_test": (1, 1_000_000),
     "sched_interval": (1, 2**31 - 1),
     "default_queue_depth": (0, 2**31 - 1),
+    "batch_sched_delay": (0, 2**31 - 1),
 }
 _WEIGHTS = {
     "PriorityWeightAge": "weight_age",
@@ -52,6 +53,8 @@ class SlurmParams:
     bf_max_job_test: int = help_field(500, "jobs a backfill cycle tests at most (sched/backfill only)")
     sched_interval: int = help_field(60, "seconds between main-scheduler passes over the whole queue")
     default_queue_depth: int = help_field(100, "jobs an event-triggered main-scheduler pass tests (submit, end)")
+    batch_sched_delay: int = help_field(3, "seconds between the passes a submission triggers (the background "
+                                        "loop's; a job end's pass runs at once)")  # fmt: skip
     weight_age: int = help_field(0, "PriorityWeightAge")
     weight_job_size: int = help_field(0, "PriorityWeightJobSize")
     weight_partition: int = help_field(0, "PriorityWeightPartition")

@@ -85,7 +85,7 @@ def markdown(rows: list[dict], args: argparse.Namespace) -> str:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--trace", type=Path, default=TRACE)
-    parser.add_argument("--window", type=float, nargs=2, default=(24.0, 67.0), metavar=("START_H", "END_H"))
+    parser.add_argument("--window", type=float, nargs=2, default=(24.0, 48.0), metavar=("START_H", "END_H"))
     parser.add_argument("--sample", type=int, default=500)
     parser.add_argument("--speedup", type=float, default=1000.0)
     parser.add_argument("--time-limit", default="auto")

@@ -19,7 +19,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from schedlab.cli_slurm import slurm_app
+from schedlab.cli_slurm import serve_app, slurm_app
 from schedlab.errors import ConfigError
 from schedlab.terminal import EXIT_INTERRUPTED, EXIT_TERMINATED, BoundaryGroup, RunBars, Terminated, error_line
 
@@ -43,6 +43,7 @@ app = typer.Typer(
 traces_app = typer.Typer(help="List trace formats and synthetic profiles; inspect a trace file.", no_args_is_help=True)
 app.add_typer(traces_app, name="traces")
 app.add_typer(slurm_app, name="slurm")
+app.add_typer(serve_app, name="serve")
 console = Console()
 err_console = Console(stderr=True)
 
@@ -427,7 +428,7 @@ def _version() -> str:
 
 
 @app.command()
-def report(run_dir: Annotated[Path, typer.Argument(help="A run directory, a compare directory or a sweep directory.")]) -> None:
+def report(run_dir: Annotated[Path, typer.Argument(help="A run directory, a compare directory, a sweep directory or a `schedlab serve slurm` state directory.")]) -> None:
     """Draw PNG plots (JCT and queueing CDFs, queue length and GPU allocation over time) into a run directory.
 
     For a sweep directory: DIR/report.html (comparison tables with mean ± 95 % CI over seeds,
@@ -443,6 +444,14 @@ def report(run_dir: Annotated[Path, typer.Argument(help="A run directory, a comp
     """
     if (run_dir / "results.parquet").is_file() and (run_dir / "sweep.toml").is_file():
         return _sweep_report(run_dir)
+    from schedlab.slurm.serve_report import is_serve_dir
+
+    if is_serve_dir(run_dir):
+        from schedlab.slurm.serve_report import draw as draw_serve
+
+        for p in draw_serve(run_dir):
+            console.print(f"wrote {p}")
+        return
     from schedlab.metrics.plots import report as draw
 
     for p in draw(run_dir):

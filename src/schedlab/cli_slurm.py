@@ -48,8 +48,7 @@ def up(
     port_base: Annotated[int, typer.Option("--port-base", help="First TCP port: slurmctld; +1 slurmdbd, +2 MariaDB, +10.. the nodes.")] = 16900,
     sandbox_dir: DirOpt = DEFAULT_DIR,
 ) -> None:
-    """Start a Slurm sandbox: munged, slurmctld and one slurmd per fake GPU node (with
-    --accounting also MariaDB and slurmdbd), all in --dir and stopped by `schedlab slurm down`.
+    """Start a Slurm sandbox: munged, slurmctld and one slurmd per fake GPU node (with --accounting also MariaDB and slurmdbd), all in --dir and stopped by `schedlab slurm down`.
 
     Examples:
 
@@ -165,18 +164,15 @@ def replay(
     simulate: Annotated[bool, typer.Option(help="Also simulate the same jobs with the sandbox's scheduler and compare.")] = True,
     sandbox_dir: DirOpt = DEFAULT_DIR,
 ) -> None:
-    """Replay a trace on the running sandbox as sleep jobs, K times faster, collect what Slurm
-    really did, and compare it with the simulated Slurm on the same jobs.
+    """Replay a trace on the running sandbox as sleep jobs, K times faster, collect what Slurm really did, and compare it with the simulated Slurm on the same jobs.
 
-    Tenants become partitions when the sandbox has a partition of that name, else accounts of
-    its default partition. Jobs above one node's GPUs run on whole nodes (-N).
+    Tenants become partitions when the sandbox has a partition of that name, else accounts of its default partition. Jobs above one node's GPUs run on whole nodes (-N).
 
     Examples:
 
       schedlab slurm replay --synthetic simple --jobs 150 --speedup 1000 --out runs/replay
 
-      schedlab slurm replay --trace ../shared/data/chronus/trace_job_Philly_MIX2.csv --format philly \\
-          --time-unit min --window 24:36 --jobs 500 --speedup 300 --out runs/replay-philly
+      schedlab slurm replay --trace ../shared/data/chronus/trace_job_Philly_MIX2.csv --format philly --time-unit min --window 24:48 --sample 500 --speedup 1000 --out runs/replay-philly
     """
     from schedlab.experiments.outdir import staged
     from schedlab.experiments.run import WorkloadSpec, parse_window
@@ -226,3 +222,64 @@ def _print_replay(result: dict, out: Path) -> None:
         f"{agreement['share_within_one_interval']:.0%} of jobs start within one interval"
     )
     console.print(json.dumps({k: agreement[k] for k in ("jobs", "jobs_compared")}), highlight=False)
+
+
+serve_app = typer.Typer(help="Services that act on a real cluster with schedlab's policies.", no_args_is_help=True)
+
+
+@serve_app.command("slurm")
+def serve_slurm(
+    policy: Annotated[str, typer.Option("--policy", "-p", help="Ranking policy: qssf (predicted GPU time, trained on sacct), sjf (users' time limits), fifo, fair-share, astraea, gandiva-fair, themis, ssf.")] = "qssf",
+    param: Annotated[Optional[list[str]], typer.Option("--param", help="A policy parameter KEY=VALUE (repeat); `schedlab policies NAME` lists them.")] = None,
+    interval: Annotated[float, typer.Option("--interval", min=1.0, help="Seconds between cycles.")] = 30.0,
+    apply: Annotated[bool, typer.Option("--apply", help="Write the SiteFactors (default: a dry run that only logs them).")] = False,
+    state: Annotated[Path, typer.Option("--state", help="The service's state: serve.db, decisions.parquet, history.")] = Path("slurm-serve"),
+    cycles: Annotated[Optional[int], typer.Option("--cycles", min=1, help="Stop after N cycles (default: run until Ctrl-C).")] = None,
+    history_days: Annotated[float, typer.Option("--history-days", min=0.0, help="Days of sacct history that train qssf's predictor.")] = 30.0,
+    sandbox_dir: Annotated[Optional[Path], typer.Option("--dir", help="A schedlab Slurm sandbox to serve (default: the Slurm of SLURM_CONF or /etc/slurm).")] = None,
+) -> None:
+    """Reorder a live Slurm queue with a schedlab policy, through each job's SiteFactor.
+
+    Every --interval seconds: read squeue and sinfo, rank the pending jobs with the policy (the simulator's own policy classes), and write SiteFactor for each job whose place changed, in one scontrol session. Needs PriorityType=priority/multifactor; --apply needs root or SlurmUser. State and the log of every decision are in --state.
+
+    Examples:
+
+      schedlab serve slurm --dir slurm-sandbox --policy sjf              # dry run
+
+      schedlab serve slurm --dir slurm-sandbox --policy qssf --apply
+    """
+    from rich.status import Status
+
+    from schedlab.slurm.client import SlurmClient
+    from schedlab.slurm.conf import Layout
+    from schedlab.slurm.service import RANKING_POLICIES, Service, ServeSettings, check_controller
+
+    if policy not in RANKING_POLICIES:
+        raise ConfigError(f"--policy {policy!r} cannot rank a live queue; choose one of {', '.join(RANKING_POLICIES)}")
+    params = {}
+    for item in param or []:
+        key, sep, value = item.partition("=")
+        if not sep:
+            raise ConfigError(f"--param {item!r} is not KEY=VALUE")
+        params[key.strip()] = value.strip()
+    conf = Layout(sandbox_dir.resolve()).slurm_conf if sandbox_dir is not None else None
+    client = SlurmClient(conf)
+    check_controller(client, apply=apply)
+    settings = ServeSettings(policy=policy, params=params, interval_s=interval, apply=apply, history_days=history_days)
+    state = state.resolve()
+    mode = "applying" if apply else "dry run (add --apply to write)"
+    console.print(f"serving Slurm with {policy}, every {interval:g} s, {mode}; state in {escape(str(state))}")
+    service = Service(client, settings, state, lambda line: console.print(escape(line), highlight=False))
+    try:
+        with Status("waiting for the first cycle", console=err_console) as status:
+
+            def show(r) -> None:
+                status.update(f"cycle {r.cycle}: {r.pending} pending, {r.changed} SiteFactors "
+                              f"{'written' if r.applied else 'proposed'} in {r.seconds:.1f} s"
+                              + (f", {len(r.errors)} errors" if r.errors else ""))  # fmt: skip
+                for line in r.errors:
+                    err_console.print(f"scontrol: {escape(line)}", highlight=False)
+
+            service.run(cycles=cycles, on_cycle=show)
+    finally:
+        service.close()

@@ -228,19 +228,36 @@ def write(out: Path, name: str, frame: pd.DataFrame) -> Path:
     return path
 
 
-def timeseries(record: pd.DataFrame, total_gpus: int, speedup: float) -> pd.DataFrame:
-    """GPUs allocated over time (trace seconds), from each job's start and end."""
-    start = record["start_s"].to_numpy(dtype=float) * speedup
-    end = record["end_s"].to_numpy(dtype=float) * speedup
+def timeseries(record: pd.DataFrame, conf: SlurmConf, speedup: float) -> pd.DataFrame:
+    """The cluster over time in trace seconds, with the columns of ``simulate``'s time series:
+    GPUs allocated, running and pending jobs (from each job's Slurm submit, start and end),
+    nodes on (all), and the per-type columns."""
+    k = speedup
+    submit = record["slurm_submit_s"].to_numpy(dtype=float) * k
+    start = record["start_s"].to_numpy(dtype=float) * k
+    end = record["end_s"].to_numpy(dtype=float) * k
     gpus = record["num_gpus"].to_numpy(dtype=float)
-    ok = np.isfinite(start) & np.isfinite(end)
-    times = np.concatenate([start[ok], end[ok]])
-    deltas = np.concatenate([gpus[ok], -gpus[ok]])
+    ran = np.isfinite(start) & np.isfinite(end)
+    left = np.where(ran, start, np.where(np.isfinite(end), end, np.inf))  # a job cancelled while pending
+    events = [  # (time, d busy GPUs, d running, d pending)
+        (submit, 0.0, 0, 1), (left[np.isfinite(left)], 0.0, 0, -1),
+        (start[ran], gpus[ran], 1, 0), (end[ran], -gpus[ran], -1, 0),
+    ]  # fmt: skip
+    times = np.concatenate([e[0] for e in events])
+    deltas = [np.concatenate([np.broadcast_to(e[c], e[0].shape) if np.ndim(e[c]) == 0 else e[c] for e in events])
+              for c in (1, 2, 3)]  # fmt: skip
     order = np.argsort(times, kind="stable")
-    frame = pd.DataFrame({"time_s": times[order], "busy": np.cumsum(deltas[order])})
-    frame = frame.groupby("time_s", sort=True)["busy"].last().reset_index()
-    return pd.DataFrame({"time_s": frame["time_s"].to_numpy(), "gpus_total": float(total_gpus),
-                         "gpus_busy": frame["busy"].to_numpy()})  # fmt: skip
+    frame = pd.DataFrame({"time_s": times[order], "gpus_busy": np.cumsum(deltas[0][order]),
+                          "running_jobs": np.cumsum(deltas[1][order]), "pending_jobs": np.cumsum(deltas[2][order])})
+    frame = frame.groupby("time_s", sort=True).last().reset_index()
+    total = float(sum(g for g, _ in conf.nodes.values()))
+    gtype = next(iter(conf.nodes.values()))[1] or "gpu"
+    return pd.DataFrame({
+        "time_s": frame["time_s"].to_numpy(), "gpus_total": total, "gpus_busy": frame["gpus_busy"].to_numpy(),
+        "running_jobs": frame["running_jobs"].to_numpy(dtype=np.int64),
+        "pending_jobs": frame["pending_jobs"].to_numpy(dtype=np.int64), "nodes_on": len(conf.nodes),
+        f"gpus_busy[{gtype}]": frame["gpus_busy"].to_numpy(), f"gpus_total[{gtype}]": total,
+    })  # fmt: skip
 
 
 def replay_and_record(layout, conf: SlurmConf, workload: Workload, *, speedup: float, rule: LimitRule,
@@ -284,7 +301,7 @@ def replay_and_record(layout, conf: SlurmConf, workload: Workload, *, speedup: f
     write(out_dir, "replay.parquet", record)
     jobs = jobs_table(record, workload, speedup)
     total = sum(g for g, _ in conf.nodes.values())
-    ts = timeseries(record, total, speedup)
+    ts = timeseries(record, conf, speedup)
     write(out_dir, "jobs.parquet", jobs)
     write(out_dir, "timeseries.parquet", ts)
     summary = summarize(jobs, ts, policy="slurm (real)", extra={"cluster_gpus": total})

@@ -7,10 +7,12 @@ blank lines are not rows); every helper carries them along so an error names the
 from __future__ import annotations
 
 import csv
+import json
 import warnings
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -364,3 +366,20 @@ def _fail_unparsable(
     if bad.size:
         i = int(bad[0])
         raise InputError(f"not {what}: {shown(values.iloc[i])}", file=source, row=int(rows[i]), field=field)
+
+
+def brief_json(value: Any) -> str:
+    """A JSON value as written (non-ASCII kept where it can be encoded), cut to 40 characters."""
+    text = json.dumps(value, ensure_ascii=False)
+    if not is_utf8(text):
+        text = json.dumps(value)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+def is_utf8(text: str) -> bool:
+    """Whether ``text`` encodes as UTF-8 (no lone surrogates from undecodable bytes)."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True

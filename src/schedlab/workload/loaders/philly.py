@@ -32,10 +32,12 @@ from schedlab.errors import InputError
 from schedlab.workload.loaders import pollux, tiresias
 from schedlab.workload.loaders._common import (
     apply_skips,
+    brief_json,
     dates_only,
     datetimes,
     finish,
     header,
+    is_utf8,
     map_states,
     seconds_since,
 )
@@ -149,8 +151,8 @@ def _flatten(job: Any, *, source: str, row: int) -> dict[str, Any]:
         if value is None:
             return None
         if not isinstance(value, (str, int, float)):
-            raise fail(key, f"must be text (got {_brief(value)})")
-        if not _is_utf8(str(value)):
+            raise fail(key, f"must be text (got {brief_json(value)})")
+        if not is_utf8(str(value)):
             raise fail(key, f"not UTF-8 text: {_raw(value)!r}")
         return str(value)
 
@@ -160,11 +162,11 @@ def _flatten(job: Any, *, source: str, row: int) -> dict[str, Any]:
         if value is None:
             return []
         if not isinstance(value, list) or (objects and not all(isinstance(v, dict) for v in value)):
-            raise fail(key, f"must be a list{' of objects' if objects else ''} (got {_brief(value)})")
+            raise fail(key, f"must be a list{' of objects' if objects else ''} (got {brief_json(value)})")
         return value
 
     if not isinstance(job, dict):
-        raise fail(None, f"a job must be a JSON object (got {_brief(job)})")
+        raise fail(None, f"a job must be a JSON object (got {brief_json(job)})")
     attempts = listed(job, "attempts")
     starts = [s for s in (text(a, "start_time") for a in attempts) if s]
     counts = [sum(len(listed(d, "gpus", objects=False)) for d in listed(a, "detail")) for a in attempts]
@@ -182,21 +184,6 @@ def _flatten(job: Any, *, source: str, row: int) -> dict[str, Any]:
         "changed": len(set(used)) > 1,
     }
 
-
-def _brief(value: Any) -> str:
-    """A JSON value as written, cut to 40 characters."""
-    text = json.dumps(value, ensure_ascii=False)
-    if not _is_utf8(text):
-        text = json.dumps(value)
-    return text if len(text) <= 40 else text[:37] + "..."
-
-
-def _is_utf8(text: str) -> bool:
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return False
-    return True
 
 
 def _raw(text: str) -> bytes:

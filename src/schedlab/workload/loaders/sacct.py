@@ -59,7 +59,16 @@ import pyarrow as pa
 import pyarrow.csv as pacsv
 
 from schedlab.errors import InputError
-from schedlab.workload.loaders._common import apply_skips, dates_only, datetimes, finish, per_value, seconds_since
+from schedlab.workload.loaders._common import (
+    apply_skips,
+    brief_json,
+    dates_only,
+    datetimes,
+    finish,
+    is_utf8,
+    per_value,
+    seconds_since,
+)
 from schedlab.workload.schema import Workload, shown
 
 _FINAL = {
@@ -248,7 +257,7 @@ def _cells(text: str, width: int, wanted: dict[str, int], *, trailing: bool, sou
             raise InputError(f"{len(values)} fields where the header has {width} (a '|' inside a job name?)",
                              file=source, row=len(records) + 1)  # fmt: skip
         records.append(values)
-    utf8 = _is_utf8(text)
+    utf8 = is_utf8(text)
     frame = pd.DataFrame({col: pd.Series([r[i] for r in records], dtype="str" if utf8 else object)
                           for col, i in wanted.items()})  # fmt: skip
     if not utf8:
@@ -260,7 +269,7 @@ def _check_utf8(frame: pd.DataFrame, *, source: str) -> None:
     """Raise at the first cell holding bytes that are not UTF-8 (decoded as surrogates)."""
     first: tuple[int, str] | None = None
     for col in frame.columns:
-        bad = np.flatnonzero(per_value(frame[col], lambda v: v is not None and not _is_utf8(str(v))).astype(bool))
+        bad = np.flatnonzero(per_value(frame[col], lambda v: v is not None and not is_utf8(str(v))).astype(bool))
         if bad.size and (first is None or bad[0] < first[0]):
             first = (int(bad[0]), col)
     if first is not None:
@@ -418,14 +427,14 @@ def _flatten(job: Any, *, source: str, row: int) -> dict[str, Any]:
         return InputError(message, file=source, row=row, field=field)
 
     if not isinstance(job, dict):
-        raise fail(None, f"a job must be a JSON object (got {_brief(job)})")
+        raise fail(None, f"a job must be a JSON object (got {brief_json(job)})")
 
     def part(record: dict[str, Any], key: str, path: str) -> dict[str, Any]:
         value = record.get(key)
         if value is None:
             return {}
         if not isinstance(value, dict):
-            raise fail(path, f"must be an object (got {_brief(value)})")
+            raise fail(path, f"must be an object (got {brief_json(value)})")
         return value
 
     def number(record: dict[str, Any], key: str, path: str, *, required: bool = False) -> float | None:
@@ -438,7 +447,7 @@ def _flatten(job: Any, *, source: str, row: int) -> dict[str, Any]:
                 raise fail(path, "is missing")
             return None
         if isinstance(value, bool) or not isinstance(value, (int, float)) or math.isnan(value):
-            raise fail(path, f"must be a number (got {_brief(value)})")
+            raise fail(path, f"must be a number (got {brief_json(value)})")
         return float(value)
 
     def stamp(key: str, *, required: bool = False) -> float | None:
@@ -453,8 +462,8 @@ def _flatten(job: Any, *, source: str, row: int) -> dict[str, Any]:
         if value is None:
             return None
         if not isinstance(value, (str, int, float)) or isinstance(value, bool):
-            raise fail(path, f"must be text (got {_brief(value)})")
-        if not _is_utf8(str(value)):
+            raise fail(path, f"must be text (got {brief_json(value)})")
+        if not is_utf8(str(value)):
             raise fail(path, f"not UTF-8 text: {str(value).encode('utf-8', 'surrogateescape')!r}")
         return str(value) or None
 
@@ -464,19 +473,19 @@ def _flatten(job: Any, *, source: str, row: int) -> dict[str, Any]:
         if entries is None:
             entries = []
         if not isinstance(entries, list) or not all(isinstance(e, dict) for e in entries):
-            raise fail(path, f"must be a list of objects (got {_brief(entries)})")
+            raise fail(path, f"must be a list of objects (got {brief_json(entries)})")
         pairs = []
         for entry in entries:
             kind, name, count = entry.get("type"), entry.get("name"), entry.get("count")
             if not isinstance(kind, str) or not (name is None or isinstance(name, str)):
-                raise fail(path, f"a TRES needs a text type and name (got {_brief(entry)})")
+                raise fail(path, f"a TRES needs a text type and name (got {brief_json(entry)})")
             if isinstance(count, dict) and "number" in count:
                 count = count["number"] if count.get("set", True) else None
             pairs.append((f"{kind}/{name}" if name else kind, count))
         parsed = _tres(pairs)
         if isinstance(parsed, str):
             raise fail(path, f"not a TRES list: {parsed}")
-        if not _is_utf8(parsed[1]):
+        if not is_utf8(parsed[1]):
             raise fail(path, f"not UTF-8 text: {parsed[1].encode('utf-8', 'surrogateescape')!r}")
         return bool(entries), parsed
 
@@ -498,8 +507,8 @@ def _flatten(job: Any, *, source: str, row: int) -> dict[str, Any]:
     if isinstance(state, list):  # later releases: the state and its flags
         state = state[0] if state else None
     if not isinstance(state, str):
-        raise fail("state.current", f"must be a job state (got {_brief(state)})")
-    if not _is_utf8(state):
+        raise fail("state.current", f"must be a job state (got {brief_json(state)})")
+    if not is_utf8(state):
         raise fail("state.current", f"not UTF-8 text: {state.encode('utf-8', 'surrogateescape')!r}")
     limit = number(times, "limit", "time.limit")
     allocated, alloc = tres("allocated")
@@ -526,21 +535,6 @@ def _flatten(job: Any, *, source: str, row: int) -> dict[str, Any]:
         "steps": len(steps) if isinstance(steps, list) else 0,
     }
 
-
-def _brief(value: Any) -> str:
-    """A JSON value as written, cut to 40 characters."""
-    text = json.dumps(value, ensure_ascii=False)
-    if not _is_utf8(text):
-        text = json.dumps(value)
-    return text if len(text) <= 40 else text[:37] + "..."
-
-
-def _is_utf8(text: str) -> bool:
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return False
-    return True
 
 
 # --- both forms -------------------------------------------------------------------------------

@@ -1,0 +1,101 @@
+"""Rank a live queue with any registered policy, through the same interface the simulator
+uses: the pending jobs arrive together on an empty copy of the cluster, the policy runs in
+the engine, and the order in which it starts them is the ranking.
+
+A policy's own order decides (QSSF's predicted GPU time, SJF's duration - here the users'
+time limits -, a fair-share policy's tenant and job order); jobs that do not fit together start
+as the policy frees room, in the order it would use. Running jobs are left out: the ranking
+orders the queue, and Slurm keeps placing jobs itself.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from schedlab.cluster.spec import ClusterSpec
+from schedlab.sim.job import Job
+from schedlab.sim.policy import Context, Policy, WrappedPolicy
+from schedlab.workload.schema import SUBMITTED_COLUMNS, Workload
+
+TOP_FACTOR = 1_000_000_000  # the first job's SiteFactor; Slurm takes +/-2147483645
+FACTOR_STEP = 1000  # between neighbours: room for a million pending jobs
+
+
+class _RecordingContext:
+    """The engine's context, recording the order of the policy's starts."""
+
+    def __init__(self, ctx: Context, order: list[str]) -> None:
+        self._ctx = ctx
+        self._order = order
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._ctx, name)
+
+    def start(self, job: Job, alloc: Any) -> None:
+        self._ctx.start(job, alloc)
+        self._order.append(job.id)
+
+
+class StartOrder(WrappedPolicy):
+    """``inner`` as it is, with the ids of the jobs it starts in ``order``."""
+
+    def __init__(self, inner: Policy) -> None:
+        super().__init__(inner)
+        self.order: list[str] = []
+
+    def _ctx(self, ctx: Context) -> Context:
+        return _RecordingContext(ctx, self.order)  # type: ignore[return-value]  # a Context by delegation
+
+    def setup(self, ctx: Context) -> None:
+        self.inner.setup(self._ctx(ctx))
+
+    def on_arrival(self, ctx: Context, job: Job) -> None:
+        self.inner.on_arrival(self._ctx(ctx), job)
+
+    def on_finish(self, ctx: Context, job: Job) -> None:
+        self.inner.on_finish(self._ctx(ctx), job)
+
+    def on_timer(self, ctx: Context, payload: object) -> bool | None:
+        return self.inner.on_timer(self._ctx(ctx), payload)
+
+    def schedule(self, ctx: Context) -> None:
+        self.inner.schedule(self._ctx(ctx))
+
+
+def rank(policy: str, pending: Workload, cluster: ClusterSpec, *, params: dict[str, Any] | None = None,
+         history: Workload | None = None, seed: int = 0) -> list[str]:  # fmt: skip
+    """Job ids of ``pending`` best first, as ``policy`` would start them on an empty
+    ``cluster``; jobs it would never start follow in queue order."""
+    from schedlab.policies.registry import PolicyOptions, make_policy
+    from schedlab.sim.engine import Simulation
+
+    if len(pending) == 0:
+        return []
+    options = PolicyOptions(params=params or {}, history=history, seed=seed,
+                            submissions=pending.jobs.loc[:, list(SUBMITTED_COLUMNS)])  # fmt: skip
+    inner = make_policy(policy, rng=np.random.default_rng(seed), options=options)
+    recorder = StartOrder(inner)
+    Simulation(pending, cluster, recorder, seed=seed).run()
+    started = set(recorder.order)
+    return recorder.order + [j for j in pending.jobs["job_id"] if j not in started]
+
+
+def site_factors(order: list[str]) -> dict[str, int]:
+    """The SiteFactor of each ranked job: the first gets the most, each next one a step less,
+    so a job appended to the queue leaves the others' factors as they were."""
+    return {job: TOP_FACTOR - i * FACTOR_STEP for i, job in enumerate(order)}
+
+
+def history_on_axis(history: Workload, now_epoch: float) -> Workload:
+    """A finished-jobs workload (e.g. from ``sacct``) on the ranking's time axis, where the
+    queue arrives at 0: its submissions move into the past."""
+    if history.origin is None:
+        return history
+    shift = (history.origin - pd.Timestamp(now_epoch, unit="s")).total_seconds()
+    jobs = history.jobs.copy()
+    jobs["submit_s"] = jobs["submit_s"].to_numpy() + shift
+    done = (jobs["submit_s"].to_numpy() + jobs["duration_s"].to_numpy()) <= 0
+    return history.with_jobs(jobs.loc[done])

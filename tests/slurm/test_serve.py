@@ -1,0 +1,145 @@
+"""`schedlab serve slurm` against the real Slurm: it reorders the queue with --apply and only
+proposes with a dry run, its SiteFactor survives hold and release, a restart after kill -9
+repeats nothing, and it refuses what cannot work."""
+
+from __future__ import annotations
+
+import os
+import signal
+import sqlite3
+import subprocess
+import time
+
+import pandas as pd
+import pytest
+
+from schedlab.errors import ConfigError
+from schedlab.slurm import sandbox
+from schedlab.slurm.client import SlurmClient, SlurmUnavailable
+from schedlab.slurm.service import Service, ServeSettings, check_controller
+
+from .conftest import require_slurm, start
+
+
+@pytest.fixture()
+def one_node(tmp_path):
+    """A one-node (8 GPU) sandbox whose GPUs are held by a running job for about 6 s, with
+    three long jobs queued behind it and a short one submitted last."""
+    require_slurm()
+    box = start(tmp_path / "box", nodes=1)
+    client = SlurmClient(box.layout.slurm_conf)
+    client.submit(["-J", "hold", "--gres=gpu:8", "-t", "1", "-o", "/dev/null", "--wrap", "sleep 6"])
+    deadline = time.monotonic() + 15
+    while not any(j.state == "RUNNING" for j in client.queue()) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    for i in range(3):
+        client.submit(["-J", f"long{i}", "--gres=gpu:8", "-t", "10", "-o", "/dev/null", "--wrap", "sleep 1"])
+    client.submit(["-J", "short", "--gres=gpu:8", "-t", "1", "-o", "/dev/null", "--wrap", "sleep 1"])
+    yield box, client
+    sandbox.down(tmp_path / "box")
+    box.supervisor.wait(timeout=30)
+
+
+def first_started_after_hold(client: SlurmClient) -> str:
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        jobs = [j for j in client.queue(all_states=True) if j.name != "hold" and j.start]
+        if jobs:
+            return min(jobs, key=lambda j: (j.start, j.job_id)).name
+        time.sleep(0.3)
+    raise AssertionError("no job started after the holding job")
+
+
+@pytest.mark.parametrize("apply", [True, False])
+def test_sjf_puts_the_short_job_first_only_with_apply(one_node, tmp_path, apply):
+    box, client = one_node
+    service = Service(client, ServeSettings(policy="sjf", apply=apply), tmp_path / "state", lambda line: None)
+    result = service.cycle()
+    service.close()
+    assert result.pending == 4 and result.changed == 4 and not result.errors
+    assert first_started_after_hold(client) == ("short" if apply else "long0")
+    log = pd.read_parquet(tmp_path / "state" / "decisions.parquet")
+    assert log["applied"].eq(int(apply)).all()
+    assert log.sort_values("rank")["rank"].tolist() == [0, 1, 2, 3]
+
+
+def test_site_factor_survives_hold_and_release_and_is_not_rewritten(one_node, tmp_path):
+    box, client = one_node
+    service = Service(client, ServeSettings(policy="sjf", apply=True), tmp_path / "state", lambda line: None)
+    service.cycle()
+    short = next(j for j in client.queue() if j.name == "short")
+    client.run(["scontrol", "hold", str(short.job_id)])
+    client.run(["scontrol", "release", str(short.job_id)])
+    after = next(j for j in client.queue() if j.name == "short")
+    assert after.priority == short.priority == max(j.priority for j in client.queue() if j.state == "PENDING")
+    again = service.cycle()
+    service.close()
+    assert again.changed == 0  # nothing changed, nothing written
+
+
+def test_kill_9_mid_service_and_restart_repeats_nothing(one_node, tmp_path):
+    box, client = one_node
+    state = tmp_path / "state"
+    argv = ["schedlab", "serve", "slurm", "--dir", str(box.layout.root), "--policy", "sjf", "--apply",
+            "--interval", "1", "--state", str(state)]  # fmt: skip
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline and not (state / "decisions.parquet").exists():
+        time.sleep(0.1)
+    time.sleep(1.5)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait(timeout=10)
+    written = sqlite3.connect(state / "serve.db").execute("SELECT COUNT(*) FROM decisions").fetchone()[0]
+    assert written == 4  # one cycle wrote the four factors; later cycles found nothing to change
+    rerun = subprocess.run([*argv, "--cycles", "2"], capture_output=True, text=True, timeout=60)
+    assert rerun.returncode == 0, rerun.stdout + rerun.stderr
+    db = sqlite3.connect(state / "serve.db")
+    assert db.execute("SELECT COUNT(*) FROM decisions").fetchone()[0] == 4
+    assert db.execute("SELECT MAX(cycle) FROM decisions").fetchone()[0] == 1
+    assert "set job" not in rerun.stdout
+
+
+def test_refusals(tmp_path, monkeypatch):
+    require_slurm()
+    box = start(tmp_path / "box", nodes=1, extra=(("PriorityType", "priority/basic"),))
+    try:
+        client = SlurmClient(box.layout.slurm_conf)
+        with pytest.raises(ConfigError, match="PriorityType=priority/basic ignores SiteFactor.*priority/multifactor"):
+            check_controller(client, apply=False)
+        cli = subprocess.run(["schedlab", "serve", "slurm", "--dir", str(box.layout.root), "--cycles", "1"],
+                             capture_output=True, text=True, timeout=60)  # fmt: skip
+        assert cli.returncode == 2 and "priority/multifactor" in cli.stderr
+    finally:
+        sandbox.down(tmp_path / "box")
+        box.supervisor.wait(timeout=30)
+
+
+def test_apply_needs_root_or_slurm_user(slurm_box, monkeypatch):
+    monkeypatch.setattr(os, "geteuid", lambda: 65534)  # nobody
+    client = SlurmClient(slurm_box.layout.slurm_conf)
+    with pytest.raises(ConfigError, match=r"only root or SlurmUser \(root\) may set SiteFactor"):
+        check_controller(client, apply=True)
+    check_controller(client, apply=False)  # a dry run needs no privilege
+
+
+def test_a_lost_controller_is_retried_with_backoff(tmp_path):
+    client = SlurmClient(tmp_path / "absent.conf", timeout_s=2)
+    waits, lines = [], []
+
+    def fail():
+        raise SlurmUnavailable("no answer")
+
+    service = Service(client, ServeSettings(policy="fifo", interval_s=5), tmp_path / "state", lines.append)
+    service.cycle = fail
+    calls = {"n": 0}
+
+    def sleep(s):
+        waits.append(s)
+        calls["n"] += 1
+        if calls["n"] == 5:
+            raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        service.run(sleep=sleep)
+    assert waits == [5, 10, 20, 40, 60]
+    assert all("slurmctld does not answer" in line for line in lines)

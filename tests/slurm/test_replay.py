@@ -98,3 +98,6 @@ def test_replay_with_accounting_records_and_simulates(tmp_path):
     sim = pd.read_parquet(out / "simulated" / "jobs.parquet").set_index("job_id")
     assert sim.loc["j2", "first_start_s"] >= sim.loc["j1", "end_s"]
     assert result["agreement"]["start_diff_p90_abs_s"] < 5
+    observed = agreement["observed_runtimes"]  # the same jobs, lasting as long as Slurm recorded them
+    assert observed["jobs_compared"] == 4 and observed["mean_run_sim_s"] >= agreement["mean_run_sim_s"]
+    assert (out / "simulated" / "jobs-observed-runtimes.parquet").is_file()

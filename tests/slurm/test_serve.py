@@ -61,6 +61,10 @@ def test_sjf_puts_the_short_job_first_only_with_apply(one_node, tmp_path, apply)
     log = pd.read_parquet(tmp_path / "state" / "decisions.parquet")
     assert log["applied"].eq(int(apply)).all()
     assert log.sort_values("rank")["rank"].tolist() == [0, 1, 2, 3]
+    from schedlab.slurm.serve_report import draw, is_serve_dir
+
+    assert is_serve_dir(tmp_path / "state")
+    assert [p.name for p in draw(tmp_path / "state")] == ["decisions.png"]
 
 
 def test_site_factor_survives_hold_and_release_and_is_not_rewritten(one_node, tmp_path):

@@ -35,28 +35,39 @@ def sandbox_cluster(conf: SlurmConf) -> ClusterSpec:
                        gpus_per_node=per_node, gpu=gtype)  # fmt: skip
 
 
-def replay_workload(record: pd.DataFrame, conf: SlurmConf) -> Workload:
+DURATIONS = ("sleep", "observed")
+
+
+def replay_workload(record: pd.DataFrame, conf: SlurmConf, durations: str = "sleep") -> Workload:
     """The replayed jobs as the simulator's workload, in real seconds after the replay's start:
-    submitted when they were submitted, lasting their sleep, with their time limits."""
+    submitted when they were submitted, with their time limits, lasting their sleep
+    (``durations="sleep"``) or as long as Slurm recorded them running (``"observed"``: the sleep
+    plus the job's launch and teardown, in whole seconds; the sleep where that rounds to 0)."""
+    if durations not in DURATIONS:
+        raise ConfigError(f"durations must be one of {DURATIONS}, got {durations!r}")
     multi = record["nodes"].to_numpy() > 1
     tenant = np.where(record["account"].to_numpy(dtype=object) != "", record["account"], record["partition"])
     if len(conf.partitions) > 1:
         tenant = record["partition"].to_numpy(dtype=object)
+    sleep = record["sleep_s"].to_numpy(dtype=float)
+    ran = (record["end_s"] - record["start_s"]).to_numpy(dtype=float)
+    length = np.where(np.isfinite(ran) & (ran > 0), ran, sleep) if durations == "observed" else sleep
     frame = pd.DataFrame({
         "job_id": record["job_id"].astype(str).to_numpy(),
         "submit_s": record["submitted_at"].to_numpy(dtype=float),
         "tenant": tenant,
         "num_gpus": record["num_gpus"].to_numpy(dtype=float),
         "gpus_per_worker": np.where(multi, record["gpus_per_node"].to_numpy(dtype=float), np.nan),
-        "duration_s": record["sleep_s"].to_numpy(dtype=float),
+        "duration_s": length,
         "time_limit_s": record["time_limit_min"].to_numpy(dtype=float) * 60.0,
     })  # fmt: skip
     return Workload(canonical_frame(frame, source="replay.parquet"), source="replay.parquet")
 
 
-def simulate(record: pd.DataFrame, conf: SlurmConf, *, seed: int = 0) -> tuple[pd.DataFrame, str]:
-    """Run the replay's jobs through the simulated Slurm; its jobs table (real seconds) and
-    the policy's name."""
+def simulate(record: pd.DataFrame, conf: SlurmConf, *, durations: str = "sleep",
+             seed: int = 0) -> tuple[pd.DataFrame, str]:  # fmt: skip
+    """Run the replay's jobs through the simulated Slurm (:func:`replay_workload`); its jobs
+    table (real seconds) and the policy's name."""
     from schedlab.policies.registry import PolicyOptions, make_policy
     from schedlab.policies.slurm.params import params_from_conf, scheduler_policy
     from schedlab.sim.engine import Simulation
@@ -65,7 +76,7 @@ def simulate(record: pd.DataFrame, conf: SlurmConf, *, seed: int = 0) -> tuple[p
     params = params_from_conf(conf.settings)
     fields = {k: getattr(params, k) for k in params.__dataclass_fields__}
     policy = make_policy(name, rng=np.random.default_rng(seed), options=PolicyOptions(params=fields, seed=seed))
-    workload = replay_workload(record, conf)
+    workload = replay_workload(record, conf, durations)
     result = Simulation(workload, sandbox_cluster(conf), policy, seed=seed).run()
     return result.jobs, name
 

@@ -312,10 +312,14 @@ def replay_and_record(layout, conf: SlurmConf, workload: Workload, *, speedup: f
     if simulate:
         from schedlab.slurm import agreement as ag
 
-        sim_jobs, name = ag.simulate(record, conf, seed=seed)
+        interval = ag.interval_of(conf)
         (out_dir / "simulated").mkdir()
+        sim_jobs, name = ag.simulate(record, conf, seed=seed)
         write(out_dir / "simulated", "jobs.parquet", sim_jobs)
-        result["agreement"] = {"policy": name, **ag.compare(record, sim_jobs, interval_s=ag.interval_of(conf))}
+        observed_jobs, _ = ag.simulate(record, conf, durations="observed", seed=seed)
+        write(out_dir / "simulated", "jobs-observed-runtimes.parquet", observed_jobs)
+        result["agreement"] = {"policy": name, **ag.compare(record, sim_jobs, interval_s=interval),
+                               "observed_runtimes": ag.compare(record, observed_jobs, interval_s=interval)}  # fmt: skip
         (out_dir / "agreement.json").write_text(json.dumps(result["agreement"], indent=2))
     (out_dir / "replay.json").write_text(json.dumps({k: v for k, v in result.items() if k != "summary"}, indent=2,
                                                     default=str))  # fmt: skip

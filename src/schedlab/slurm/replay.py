@@ -200,6 +200,23 @@ def observed(client: SlurmClient, t0: float, submitted: pd.DataFrame) -> pd.Data
     return pd.concat([submitted.reset_index(drop=True), pd.DataFrame(rows)], axis=1)
 
 
+def with_log_times(record: pd.DataFrame, log: Path, t0: float) -> pd.DataFrame:
+    """``record`` with each job's submit, start and end to the millisecond from slurmctld's log
+    (``squeue`` and ``sacct`` round them down to whole seconds; those stay as ``*_whole_s``)
+    and ``started_by`` (main or backfill). Jobs the log does not show keep the whole seconds."""
+    from schedlab.slurm.ctld_log import read_events
+
+    events = read_events(log).reindex(record["slurm_id"].to_numpy())
+    out = record.copy()
+    for col, whole, key in (("slurm_submit_s", "slurm_submit_whole_s", "submit"), ("start_s", "start_whole_s", "start"),
+                            ("end_s", "end_whole_s", "end")):  # fmt: skip
+        out[whole] = record[col]
+        precise = events[key].to_numpy(dtype=float) - t0
+        out[col] = np.where(np.isfinite(precise), precise, record[col].to_numpy(dtype=float))
+    out["started_by"] = events["started_by"].fillna("").to_numpy()
+    return out
+
+
 def jobs_table(record: pd.DataFrame, workload: Workload, speedup: float) -> pd.DataFrame:
     """The replay as ``simulate``'s ``jobs.parquet``: trace seconds (real x speedup) after the
     first submission, one row per trace job."""
@@ -293,6 +310,9 @@ def replay_and_record(layout, conf: SlurmConf, workload: Workload, *, speedup: f
             raise
     wall = time.monotonic() - wall0
     record = observed(client, t0, submitted)
+    log = Path(conf.settings.get("SlurmctldLogFile", ""))
+    if log.is_file():
+        record = with_log_times(record, log, t0)
     accounting = conf.settings.get("AccountingStorageType", "") == "accounting_storage/slurmdbd"
     if accounting:
         sacct = client.run(["sacct", "--json", "-a", "-S", time.strftime("%Y-%m-%dT%H:%M:%S", time.localtime(t0 - 5))],

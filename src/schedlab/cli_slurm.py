@@ -46,6 +46,7 @@ def up(
     sched_params: Annotated[Optional[str], typer.Option("--sched-params", help="Slurm's SchedulerParameters, e.g. bf_interval=5,bf_resolution=10.")] = None,
     conf: Annotated[Optional[list[str]], typer.Option("--conf", help="Another slurm.conf line KEY=VALUE (repeat), e.g. --conf PriorityWeightAge=1000.")] = None,
     port_base: Annotated[int, typer.Option("--port-base", help="First TCP port: slurmctld; +1 slurmdbd, +2 MariaDB, +10.. the nodes.")] = 16900,
+    power_saving: Annotated[bool, typer.Option("--power-saving", help="Slurm's power saving: `scontrol update NodeName=N State=POWER_DOWN_ASAP` stops a node's slurmd after its jobs, POWER_UP or a job that needs it starts it again.")] = False,
     sandbox_dir: DirOpt = DEFAULT_DIR,
 ) -> None:
     """Start a Slurm sandbox: munged, slurmctld and one slurmd per fake GPU node (with --accounting also MariaDB and slurmdbd), all in --dir and stopped by `schedlab slurm down`.
@@ -57,6 +58,8 @@ def up(
       schedlab slurm up --nodes 16 --partitions vc1:8,vc2:8 --scheduler builtin
 
       schedlab slurm up --nodes 4 --sched-params bf_interval=5 --conf PriorityWeightAge=1000
+
+      schedlab slurm up --nodes 8 --power-saving --conf ResumeTimeout=60
     """
     from rich.status import Status
 
@@ -67,6 +70,7 @@ def up(
         nodes=nodes, gpus_per_node=gpus_per_node, gpu_type=gpu_type,
         partitions=parse_partitions(partitions or ""), accounting=accounting, scheduler=scheduler,
         scheduler_parameters=sched_params or "", extra=parse_extra(conf or []), port_base=port_base,
+        power_saving=power_saving,
     )  # fmt: skip
     t0 = time.monotonic()
     with Status("starting the Slurm sandbox", console=err_console) as status:
@@ -77,6 +81,7 @@ def up(
     console.print(f"Slurm sandbox up in {took:.1f} s: {nodes} nodes x {gpus_per_node} GPUs ({gpu_type}), "
                   f"partitions {escape(parts)}, sched/{scheduler}"
                   + (", accounting (slurmdbd on MariaDB)" if accounting else "")
+                  + (", power saving" if power_saving else "")
                   + f"; {memory:.0f} MB resident")  # fmt: skip
     console.print(f"Use it:   export SLURM_CONF={escape(str(box.layout.slurm_conf))}", highlight=False, soft_wrap=True)
     console.print("          sinfo; sbatch --gres=gpu:1 --wrap 'sleep 10'; squeue", highlight=False, soft_wrap=True)
@@ -222,6 +227,26 @@ def _print_replay(result: dict, out: Path) -> None:
         f"{agreement['share_within_one_interval']:.0%} of jobs start within one interval"
     )
     console.print(json.dumps({k: agreement[k] for k in ("jobs", "jobs_compared")}), highlight=False)
+
+
+@slurm_app.command()
+def restart(
+    daemon: Annotated[str, typer.Argument(help="slurmctld, slurmdbd, munged, mariadb, or a node (gpu-n3) for its slurmd.")],
+    down_for: Annotated[float, typer.Option("--down-for", min=0.0, help="Seconds to keep it stopped before starting it again.")] = 0.0,
+    sandbox_dir: DirOpt = DEFAULT_DIR,
+) -> None:
+    """Stop one daemon of the running sandbox and start it again, through its supervisor; slurmctld keeps its state (jobs survive).
+
+    Examples:
+
+      schedlab slurm restart slurmctld --down-for 10
+
+      schedlab slurm restart gpu-n3
+    """
+    from schedlab.slurm import sandbox
+
+    took = sandbox.restart(sandbox_dir, daemon, down_s=down_for)
+    console.print(f"restarted {escape(daemon)}: not serving for {took:.1f} s")
 
 
 serve_app = typer.Typer(help="Services that act on a real cluster with schedlab's policies.", no_args_is_help=True)

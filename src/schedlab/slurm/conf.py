@@ -30,7 +30,9 @@ class SandboxSpec:
     (empty: one partition ``gpu`` with every node). ``extra`` holds further ``slurm.conf``
     lines as KEY=VALUE (e.g. ``PriorityWeightAge=1000``); ``scheduler_parameters`` is Slurm's
     ``SchedulerParameters``. Ports: slurmctld ``port_base``, slurmdbd ``+1``, MariaDB ``+2``,
-    the slurmd of node i ``+10+i``.
+    the slurmd of node i ``+10+i``. ``power_saving`` turns on Slurm's power saving: a node
+    powered down (``scontrol update NodeName=... State=POWER_DOWN_ASAP``) has its slurmd stopped,
+    and is started again when powered up or when a job needs it (:mod:`schedlab.slurm.power`).
     """
 
     nodes: int = 16
@@ -45,6 +47,7 @@ class SandboxSpec:
     extra: tuple[tuple[str, str], ...] = ()
     port_base: int = 16900
     cluster_name: str = "sandbox"
+    power_saving: bool = False
 
     def __post_init__(self) -> None:
         if not 1 <= self.nodes <= MAX_NODES:
@@ -168,6 +171,23 @@ class Layout:
     def devices(self) -> Path:
         return self.root / "dev"
 
+    @property
+    def requests(self) -> Path:
+        """Requests to the supervisor (stop or start a daemon), one JSON file each."""
+        return self.root / "requests"
+
+    @property
+    def supervisor_pid(self) -> Path:
+        return self.root / "run" / "supervisor.pid"
+
+    @property
+    def suspend_program(self) -> Path:
+        return self.root / "power" / "suspend"
+
+    @property
+    def resume_program(self) -> Path:
+        return self.root / "power" / "resume"
+
 
 def slurm_conf_text(spec: SandboxSpec, layout: Layout) -> str:
     """The sandbox's ``slurm.conf``: Slurm's defaults except where a fake cluster needs otherwise."""
@@ -204,6 +224,8 @@ def slurm_conf_text(spec: SandboxSpec, layout: Layout) -> str:
     ]
     if spec.scheduler_parameters:
         lines.append(f"SchedulerParameters={spec.scheduler_parameters}")
+    if spec.power_saving:
+        lines += power_saving_lines(layout)
     if spec.accounting:
         lines += [
             "AccountingStorageType=accounting_storage/slurmdbd",
@@ -216,7 +238,10 @@ def slurm_conf_text(spec: SandboxSpec, layout: Layout) -> str:
         lines.append("AccountingStorageType=accounting_storage/none")
     overridden = {k for k, _ in spec.extra}
     lines = [line for line in lines if line.split("=", 1)[0] not in overridden]
-    lines += [f"{k}={v}" for k, v in spec.extra]
+    for key, value in spec.extra:
+        if key == "SlurmctldParameters" and spec.power_saving and "power_save_interval=" not in value:
+            value = f"{value},{POWER_SAVE_INTERVAL}" if value else POWER_SAVE_INTERVAL
+        lines.append(f"{key}={value}")
     first, last = spec.port_base + 10, spec.port_base + 9 + spec.nodes
     nodes = f"{NODE_PREFIX}[1-{spec.nodes}]" if spec.nodes > 1 else f"{NODE_PREFIX}1"
     ports = f"[{first}-{last}]" if spec.nodes > 1 else str(first)
@@ -228,6 +253,25 @@ def slurm_conf_text(spec: SandboxSpec, layout: Layout) -> str:
         default = " Default=YES" if i == 0 else ""
         lines.append(f"PartitionName={part} Nodes={','.join(names)}{default} MaxTime=INFINITE State=UP")
     return "\n".join(lines) + "\n"
+
+
+POWER_SAVE_INTERVAL = "power_save_interval=1"
+
+
+def power_saving_lines(layout: Layout) -> list[str]:
+    """Slurm's power saving for fake nodes: nodes are powered down only when asked
+    (``SuspendTime`` a year: ``INFINITE`` would turn power saving off), any number at once,
+    powered down 5 s after the suspend program ran and given 30 s to come back."""
+    return [
+        f"SuspendProgram={layout.suspend_program}",
+        f"ResumeProgram={layout.resume_program}",
+        "SuspendTime=31536000",
+        "SuspendTimeout=5",
+        "ResumeTimeout=30",
+        "SuspendRate=0",
+        "ResumeRate=0",
+        f"SlurmctldParameters={POWER_SAVE_INTERVAL}",  # look at power states every second, not every 10
+    ]
 
 
 def gres_conf_text(spec: SandboxSpec, layout: Layout) -> str:

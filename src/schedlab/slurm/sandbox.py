@@ -6,6 +6,9 @@ One host runs munged, slurmctld and one slurmd per fake node (each on its own po
 ``mknod``); with accounting also MariaDB and slurmdbd. Everything lives in one directory;
 the daemons are children of a supervisor process (:mod:`schedlab.slurm.supervisor`) that
 ``down`` stops by PID, and ``down`` then checks that no process of the sandbox is left.
+:func:`stop`, :func:`start` and :func:`restart` stop and start one daemon through the supervisor
+(e.g. slurmctld, to test what survives a controller restart); with ``power_saving`` Slurm
+itself powers fake nodes down and up through it (:mod:`schedlab.slurm.power`).
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from schedlab.errors import ConfigError
+from schedlab.slurm import power
 from schedlab.slurm.conf import Layout, SandboxSpec, gres_conf_text, slurm_conf_text
 from schedlab.slurm.state import read_state, spec_from_state, spec_to_state, write_state
 
@@ -134,7 +138,7 @@ def _prepare(spec: SandboxSpec, layout: Layout) -> None:
     root = layout.root
     root.mkdir(parents=True, exist_ok=True)
     root.chmod(0o755)
-    for sub in ("state", "log", "run", "db", "dev"):
+    for sub in ("state", "log", "run", "db", "dev", "requests", "power"):
         shutil.rmtree(root / sub, ignore_errors=True)
         (root / sub).mkdir()
     for sub in dict.fromkeys((layout.spool, layout.munge_socket.parent, layout.munge_key.parent)):
@@ -147,6 +151,8 @@ def _prepare(spec: SandboxSpec, layout: Layout) -> None:
         os.mknod(layout.devices / f"nvidia{i}", 0o666 | 0o020000, os.makedev(195, i))  # character devices
     layout.slurm_conf.write_text(slurm_conf_text(spec, layout))
     layout.gres_conf.write_text(gres_conf_text(spec, layout))
+    if spec.power_saving:
+        power.write_programs(layout)
     write_state(layout, {"status": "starting", "spec": spec_to_state(spec), "root": str(layout.root)})
 
 
@@ -268,6 +274,29 @@ def running(spec: SandboxSpec, root: Path, *, timeout_s: float = 240.0) -> Itera
         down(root)
         if box.supervisor is not None:
             box.supervisor.wait(timeout=30)
+
+
+def stop(root: Path, daemon: str, *, timeout_s: float = 60.0) -> None:
+    """Stop one daemon of the running sandbox in ``root`` (``slurmctld``, ``slurmdbd``,
+    ``slurmd gpu-n3`` or just ``gpu-n3``) until :func:`start`; the others keep running.
+    slurmctld saves its state when stopped and reads it back when started: jobs survive."""
+    power.send(Layout(root.resolve()), {"action": "stop", "daemon": daemon}, timeout_s=timeout_s)
+
+
+def start(root: Path, daemon: str, *, timeout_s: float = 120.0) -> None:
+    """Start a daemon stopped with :func:`stop` and wait until it serves (slurmctld answers
+    ``scontrol ping``; a slurmd registers on its own). Nothing happens if it runs."""
+    power.send(Layout(root.resolve()), {"action": "start", "daemon": daemon}, timeout_s=timeout_s)
+
+
+def restart(root: Path, daemon: str, *, down_s: float = 0.0, timeout_s: float = 120.0) -> float:
+    """Stop ``daemon``, keep it stopped ``down_s`` seconds, start it again; the seconds it was
+    not running."""
+    stop(root, daemon, timeout_s=timeout_s)
+    t0 = time.monotonic()
+    time.sleep(down_s)
+    start(root, daemon, timeout_s=timeout_s)
+    return time.monotonic() - t0
 
 
 def spec_of(root: Path) -> SandboxSpec:

@@ -134,7 +134,8 @@ def status(sandbox_dir: DirOpt = DEFAULT_DIR) -> None:
             return
         states: dict[str, int] = {}
         for n in nodes:
-            states[n.state] = states.get(n.state, 0) + 1
+            state = "powered down" if "POWERED_DOWN" in n.flags else n.state
+            states[state] = states.get(state, 0) + 1
         used = sum(n.gpus_used for n in nodes)
         total = sum(n.gpus for n in nodes)
         console.print(f"nodes: {', '.join(f'{v} {k}' for k, v in sorted(states.items()))}; GPUs in use {used}/{total}")

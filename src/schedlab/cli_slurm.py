@@ -263,6 +263,8 @@ def serve_slurm(
     cycles: Annotated[Optional[int], typer.Option("--cycles", min=1, help="Stop after N cycles (default: run until Ctrl-C).")] = None,
     history_days: Annotated[float, typer.Option("--history-days", min=0.0, help="Days of sacct history that train qssf's predictor.")] = 30.0,
     sandbox_dir: Annotated[Optional[Path], typer.Option("--dir", help="A schedlab Slurm sandbox to serve (default: the Slurm of SLURM_CONF or /etc/slurm).")] = None,
+    ces: Annotated[bool, typer.Option("--ces", help="Also power idle nodes down and up with Helios' CES (needs Slurm's power saving on).")] = False,
+    ces_every: Annotated[float, typer.Option("--ces-every", min=1.0, help="Seconds between CES's periodic checks (Helios: 600).")] = 600.0,
 ) -> None:
     """Reorder a live Slurm queue with a schedlab policy, through each job's SiteFactor.
 
@@ -290,8 +292,17 @@ def serve_slurm(
         params[key.strip()] = value.strip()
     conf = Layout(sandbox_dir.resolve()).slurm_conf if sandbox_dir is not None else None
     client = SlurmClient(conf)
-    check_controller(client, apply=apply)
-    settings = ServeSettings(policy=policy, params=params, interval_s=interval, apply=apply, history_days=history_days)
+    config = check_controller(client, apply=apply, ces=ces)
+    ces_config = None
+    if ces:
+        from schedlab.energy.ces import CESConfig, paper_buffer
+
+        nodes = client.nodes()
+        ces_config = CESConfig(check_s=ces_every, buffer_nodes=paper_buffer(len(nodes)))
+        console.print(f"CES: a check every {ces_every:g} s, buffer {ces_config.buffer_nodes} of {len(nodes)} nodes, "
+                      f"last-value forecast; power saving by {escape(config.get('SuspendProgram', '?'))}")  # fmt: skip
+    settings = ServeSettings(policy=policy, params=params, interval_s=interval, apply=apply, history_days=history_days,
+                             ces=ces_config)  # fmt: skip
     state = state.resolve()
     mode = "applying" if apply else "dry run (add --apply to write)"
     console.print(f"serving Slurm with {policy}, every {interval:g} s, {mode}; state in {escape(str(state))}")

@@ -91,3 +91,15 @@ def test_cli_up_status_down(tmp_path):
     finally:
         down = subprocess.run(["schedlab", "slurm", "down", "--dir", root], capture_output=True, text=True, timeout=120)
     assert down.returncode == 0 and "no process is left" in down.stdout, down.stdout + down.stderr
+
+
+def test_json_errors_from_a_lost_controller_are_not_an_empty_queue(monkeypatch):
+    # squeue --json with no controller: exit code 0 and an errors list (recorded from 22.05.8).
+    import json as _json
+
+    answer = _json.dumps({"meta": {}, "errors": [{"description": "Failed while looking for jobs",
+                                                  "error_number": -1, "error": "Unspecified error"}], "jobs": []})
+    client = SlurmClient(None)
+    monkeypatch.setattr(client, "run", lambda argv, **kw: answer)
+    with pytest.raises(SlurmUnavailable, match="Failed while looking for jobs; Unspecified error"):
+        client.queue()

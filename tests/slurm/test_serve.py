@@ -147,3 +147,23 @@ def test_a_lost_controller_is_retried_with_backoff(tmp_path):
         service.run(sleep=sleep)
     assert waits == [5, 10, 20, 40, 60]
     assert all("slurmctld does not answer" in line for line in lines)
+
+
+def test_the_service_outlives_a_slurmctld_restart(one_node, tmp_path):
+    box, client = one_node
+    state = tmp_path / "state"
+    argv = ["schedlab", "serve", "slurm", "--dir", str(box.layout.root), "--policy", "sjf", "--apply",
+            "--interval", "1", "--state", str(state), "--cycles", "15"]  # fmt: skip
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline and not (state / "decisions.parquet").exists():
+        time.sleep(0.1)
+    sandbox.stop(box.layout.root, "slurmctld")
+    time.sleep(12)  # longer than squeue's own retries (about 9 s), so a cycle fails
+    sandbox.start(box.layout.root, "slurmctld")
+    out, _ = proc.communicate(timeout=120)
+    assert proc.returncode == 0, out
+    assert "slurmctld does not answer" in out and "Traceback" not in out
+    db = sqlite3.connect(state / "serve.db")
+    assert db.execute("SELECT MAX(cycle) FROM decisions").fetchone()[0] == 1  # written once, before the outage
+    assert int(db.execute("SELECT value FROM meta WHERE key = 'cycle'").fetchone()[0]) == 15

@@ -88,15 +88,25 @@ class SlurmClient:
         return out.stdout
 
     def json(self, argv: Sequence[str]) -> dict:
+        """A command's ``--json`` output. Slurm 22.05 answers a controller it cannot reach with
+        exit code 0 and an ``errors`` list (after about 9 s): that raises
+        :class:`SlurmUnavailable`, never reads as an empty queue."""
         text = self.run(argv)
         try:
-            return json.loads(text)
+            data = json.loads(text)
         except ValueError as exc:
             raise SlurmCommandError(f"`{argv[0]}` printed no valid JSON ({exc})") from exc
+        errors = data.get("errors") if isinstance(data, dict) else None
+        if errors:
+            first = errors[0] if isinstance(errors[0], dict) else {"error": str(errors[0])}
+            what = "; ".join(str(first.get(k)) for k in ("description", "error") if first.get(k))
+            raise SlurmUnavailable(f"`{argv[0]}` reported: {what or 'an error'}")
+        return data
 
     def queue(self, *, all_states: bool = False) -> list[QueueJob]:
-        """``squeue --json``: pending and running jobs (with ``all_states``, also those that ended
-        within MinJobAge)."""
+        """``squeue --json``: the jobs slurmctld holds. In 22.05 the JSON form lists the jobs
+        that ended within MinJobAge too, with or without ``all_states`` (``--states=all``):
+        callers filter by ``state``."""
         argv = ["squeue", "--json"] + (["--states=all"] if all_states else [])
         return [queue_job(j) for j in self.json(argv).get("jobs", [])]
 
@@ -152,7 +162,7 @@ def node_info(raw: dict) -> NodeInfo:
     gres = str(raw.get("gres") or "")
     parts = gres.split(":") if gres.startswith("gpu") else []
     gpus = int(parts[-1].split("(")[0]) if parts and parts[-1].split("(")[0].isdigit() else 0
-    used = tres_gpus(str(raw.get("tres_used") or ""))
+    used = gres_count(str(raw.get("gres_used") or "")) or tres_gpus(str(raw.get("tres_used") or ""))
     return NodeInfo(
         name=str(raw["name"]),
         state=str(raw.get("state") or ""),
@@ -162,6 +172,16 @@ def node_info(raw: dict) -> NodeInfo:
         gpus_used=used,
         gpu_type=parts[1] if len(parts) == 3 else "",
     )
+
+
+def gres_count(gres: str) -> int:
+    """GPUs in a GRES string such as ``gpu:a100:3(IDX:0-2)`` (``gres_used``; 0 when none)."""
+    total = 0
+    for item in gres.split(","):
+        parts = item.split("(", 1)[0].split(":")
+        if parts and parts[0] == "gpu" and parts[-1].isdigit():
+            total += int(parts[-1])
+    return total
 
 
 def tres_gpus(tres: str) -> int:

@@ -349,7 +349,8 @@ def replay_and_record(layout, conf: SlurmConf, workload: Workload, *, speedup: f
 def _cancel_replay(client: SlurmClient) -> None:
     """Cancel every job this replay submitted (by its job names), best effort."""
     try:
-        ids = [str(q.job_id) for q in client.queue() if q.name.startswith(NAME_PREFIX) and q.name[1:].isdigit()]
+        ids = [str(q.job_id) for q in client.queue() if q.state in ("PENDING", "RUNNING") and q.name.startswith(NAME_PREFIX)
+               and q.name[1:].isdigit()]
         if ids:
             client.run(["scancel", *ids], timeout_s=10)
     except Exception:  # noqa: BLE001 - already failing; the sandbox's down cancels the rest

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from schedlab.energy.ces import CESConfig
 from schedlab.errors import ConfigError
 from schedlab.slurm.client import SlurmClient, SlurmCommandError, SlurmUnavailable
 from schedlab.slurm.live import live_cluster, pending_workload
@@ -44,6 +45,7 @@ class ServeSettings:
     history_days: float = 30.0
     refit_every_s: float = 86400.0
     seed: int = 0
+    ces: CESConfig | None = None  # power idle nodes down and up with Helios' CES
 
 
 @dataclass
@@ -56,7 +58,7 @@ class CycleResult:
     seconds: float
 
 
-def check_controller(client: SlurmClient, *, apply: bool) -> dict[str, str]:
+def check_controller(client: SlurmClient, *, apply: bool, ces: bool = False) -> dict[str, str]:
     """Refuse, with one line saying what to change, when the service cannot work here."""
     try:
         config = client.config()
@@ -74,6 +76,10 @@ def check_controller(client: SlurmClient, *, apply: bool) -> dict[str, str]:
         if me != owner:
             raise ConfigError(f"only root or SlurmUser ({owner}) may set SiteFactor; run as one of them "
                               "or without --apply (a dry run)")  # fmt: skip
+    if ces:
+        from schedlab.slurm.ces_live import check_power_saving
+
+        check_power_saving(config)
     return config
 
 
@@ -88,6 +94,12 @@ class Service:
         self.store = Store(state_dir / "serve.db")
         self.say = say
         self.history: Workload | None = None
+        self.ces = None
+        if settings.ces is not None:
+            from schedlab.slurm.ces_live import LiveCES
+
+            self.ces = LiveCES(client, self.store, settings.ces, apply=settings.apply, say=say)
+        self.recovered = False
 
     def close(self) -> None:
         self.store.close()
@@ -99,7 +111,8 @@ class Service:
         now = time.time()
         cycle = self.store.next_cycle()
         queue = self.client.queue()
-        cluster = live_cluster(self.client.nodes())
+        nodes = self.client.nodes()
+        cluster = live_cluster(nodes)
         pending = pending_workload(queue, cluster, now)
         pending_ids = set(pending.jobs["job_id"])
         order = rank(self.settings.policy, pending, cluster, params=self.settings.params,
@@ -120,6 +133,12 @@ class Service:
                      f"(rank {i + 1} of {len(order)})")  # fmt: skip
         if len(rows) > 20:
             self.say(f"cycle {cycle}: ... and {len(rows) - 20} more")
+        if self.ces is not None:
+            if not self.recovered:
+                self.ces.recover(nodes)
+                self.recovered = True
+            self.ces.step(now, nodes, queue)
+            self.store.export(self.state_dir)
         return CycleResult(cycle, len(pending), len(rows), self.settings.apply, errors, time.monotonic() - t0)
 
     def _write(self, rows: list[tuple[str, int, int | None, int]]) -> list[str]:

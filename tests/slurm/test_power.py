@@ -7,7 +7,6 @@ import json
 import subprocess
 import time
 from collections.abc import Callable
-from pathlib import Path
 
 import pytest
 

@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 import os
 from dataclasses import asdict
-from pathlib import Path
 
 from schedlab.errors import ConfigError
 from schedlab.slurm.conf import Layout, SandboxSpec

@@ -383,3 +383,13 @@ def is_utf8(text: str) -> bool:
     except UnicodeEncodeError:
         return False
     return True
+
+
+def parse_json(text: str, *, source: str) -> object:
+    """``text`` as JSON, or an :class:`InputError` naming ``source`` (also for nesting too deep)."""
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as err:
+        raise InputError(f"not valid JSON: {err}", file=source) from None
+    except RecursionError:
+        raise InputError("not valid JSON: nested too deeply", file=source) from None

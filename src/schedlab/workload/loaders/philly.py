@@ -20,7 +20,6 @@ CSV files are recognised by their columns and handed to :mod:`.tiresias` (Tiresi
 from __future__ import annotations
 
 import codecs
-import json
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -39,6 +38,7 @@ from schedlab.workload.loaders._common import (
     header,
     is_utf8,
     map_states,
+    parse_json,
     seconds_since,
 )
 from schedlab.workload.schema import Workload
@@ -70,12 +70,7 @@ def load_philly_json(path: Path, *, skip: Sequence[str] = ()) -> Workload:
     source = str(path)
     # Bytes that are not UTF-8 become surrogates, reported with the job and field that hold them.
     text = path.read_bytes().decode("utf-8-sig", "surrogateescape")
-    try:
-        records = json.loads(text)
-    except json.JSONDecodeError as err:
-        raise InputError(f"not valid JSON: {err}", file=source) from None
-    except RecursionError:
-        raise InputError("not valid JSON: nested too deeply", file=source) from None
+    records = parse_json(text, source=source)
     if not isinstance(records, list):
         raise InputError("expected a JSON list of jobs", file=source)
     flat = [_flatten(job, source=source, row=i + 1) for i, job in enumerate(records)]

@@ -45,7 +45,6 @@ from __future__ import annotations
 
 import codecs
 import io
-import json
 import math
 import re
 from collections.abc import Iterable, Sequence
@@ -66,6 +65,7 @@ from schedlab.workload.loaders._common import (
     datetimes,
     finish,
     is_utf8,
+    parse_json,
     per_value,
     seconds_since,
 )
@@ -395,12 +395,7 @@ def _count(value: object) -> float | None:
 
 def _read_json(text: str, *, source: str) -> tuple[pd.DataFrame, np.ndarray, int]:
     """The job records of ``sacct --json``, their rows (index in "jobs" + 1) and their steps' count."""
-    try:
-        document = json.loads(text)
-    except json.JSONDecodeError as err:
-        raise InputError(f"not valid JSON: {err}", file=source) from None
-    except RecursionError:
-        raise InputError("not valid JSON: nested too deeply", file=source) from None
+    document = parse_json(text, source=source)
     jobs = document.get("jobs") if isinstance(document, dict) else None
     if not isinstance(jobs, list):
         kind = " (this looks like sinfo --json)" if isinstance(document, dict) and "nodes" in document else ""

@@ -29,12 +29,15 @@ def wait_for(what, ok, timeout_s):
 
 def test_ces_powers_idle_nodes_down_and_a_job_wakes_them(tmp_path):
     require_slurm()
-    box = start(tmp_path / "box", nodes=3, power_saving=True, scheduler_parameters="bf_interval=2")
+    # Slurm wakes powered-down nodes itself once it allocates them to a job; a slow background
+    # pass for submissions (and no backfill cycle for a minute) lets the service's arrival check
+    # come first, as it does for a CES that acts on arrival in a busy cluster.
+    box = start(tmp_path / "box", nodes=3, power_saving=True, scheduler_parameters="bf_interval=60,batch_sched_delay=20")
     try:
         client = SlurmClient(box.layout.slurm_conf)
         for _ in range(2):
             client.submit(["--gres=gpu:8", "-t", "1", "-o", "/dev/null", "--wrap", "sleep 3"])
-        wait_for("both jobs run", lambda: sum(j.state == "RUNNING" for j in client.queue()) == 2, 20)
+        wait_for("both jobs run", lambda: sum(j.state == "RUNNING" for j in client.queue()) == 2, 45)
         ces = CESConfig(check_s=1.0, history_checks=1, buffer_nodes=1)
         service = Service(client, ServeSettings(policy="fifo", apply=True, ces=ces), tmp_path / "state", print)
         service.cycle()  # records 2 running nodes

@@ -167,3 +167,17 @@ def test_the_service_outlives_a_slurmctld_restart(one_node, tmp_path):
     db = sqlite3.connect(state / "serve.db")
     assert db.execute("SELECT MAX(cycle) FROM decisions").fetchone()[0] == 1  # written once, before the outage
     assert int(db.execute("SELECT value FROM meta WHERE key = 'cycle'").fetchone()[0]) == 15
+
+
+def test_site_factors_move_only_the_jobs_whose_place_changed():
+    from schedlab.slurm.ranking import FACTOR_STEP, TOP_FACTOR, site_factors
+
+    first = site_factors(["a", "b", "c", "d"])
+    assert first == {j: TOP_FACTOR - i * FACTOR_STEP for i, j in enumerate("abcd")}
+    kept = {j: first[j] for j in "bcd"}
+    assert site_factors(["b", "c", "d"], kept) == kept  # "a" started: nobody moves
+    inserted = site_factors(["b", "e", "c", "d"], kept)
+    assert {j: inserted[j] for j in "bcd"} == kept and kept["b"] > inserted["e"] > kept["c"]
+    assert site_factors(["b", "c", "d", "e"], kept)["e"] < kept["d"]
+    swapped = site_factors(["c", "b", "d"], kept)  # the order among written jobs changed: renumbered
+    assert swapped["c"] > swapped["b"] > swapped["d"]

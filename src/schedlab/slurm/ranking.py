@@ -10,6 +10,7 @@ orders the queue, and Slurm keeps placing jobs itself.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
@@ -20,8 +21,8 @@ from schedlab.sim.job import Job
 from schedlab.sim.policy import Context, Policy, WrappedPolicy
 from schedlab.workload.schema import SUBMITTED_COLUMNS, Workload
 
-TOP_FACTOR = 1_000_000_000  # the first job's SiteFactor; Slurm takes +/-2147483645
-FACTOR_STEP = 1000  # between neighbours: room for a million pending jobs
+TOP_FACTOR = 1_000_000_000  # the first job's SiteFactor when numbering from the top; Slurm takes +/-2147483645
+FACTOR_STEP = 1000  # between neighbours when numbering from the top: room for a million pending jobs
 
 
 class _RecordingContext:
@@ -83,10 +84,37 @@ def rank(policy: str, pending: Workload, cluster: ClusterSpec, *, params: dict[s
     return recorder.order + [j for j in pending.jobs["job_id"] if j not in started]
 
 
-def site_factors(order: list[str]) -> dict[str, int]:
-    """The SiteFactor of each ranked job: the first gets the most, each next one a step less,
-    so a job appended to the queue leaves the others' factors as they were."""
-    return {job: TOP_FACTOR - i * FACTOR_STEP for i, job in enumerate(order)}
+def site_factors(order: list[str], known: Mapping[str, int] | None = None) -> dict[str, int]:
+    """The SiteFactor of each ranked job, highest first, keeping the factors already written
+    (``known``) wherever they still fall in the new order, so that a cycle writes only the jobs
+    whose place among the others changed: a job that leaves the queue or one appended to it
+    moves nobody. A job between two kept factors gets their midpoint; when the kept factors
+    are out of order or leave no room, the whole queue is numbered again from the top."""
+    known = known or {}
+    kept = [known.get(job) for job in order]
+    held = [f for f in kept if f is not None]
+    if any(a <= b for a, b in zip(held, held[1:])):
+        kept = [None] * len(order)  # the order changed among the jobs already written: renumber
+    out: dict[str, int] = {}
+    upper = TOP_FACTOR + FACTOR_STEP  # above the first job
+    i = 0
+    while i < len(order):
+        if kept[i] is not None:
+            out[order[i]] = upper = kept[i]
+            i += 1
+            continue
+        j = i
+        while j < len(order) and kept[j] is None:
+            j += 1
+        lower = kept[j] if j < len(order) else upper - (j - i + 1) * FACTOR_STEP
+        gap = (upper - lower) // (j - i + 1)
+        if gap < 1:
+            return {job: TOP_FACTOR - k * FACTOR_STEP for k, job in enumerate(order)}
+        for k in range(i, j):
+            out[order[k]] = upper - (k - i + 1) * gap
+        upper = out[order[j - 1]]
+        i = j
+    return out
 
 
 def history_on_axis(history: Workload, now_epoch: float) -> Workload:

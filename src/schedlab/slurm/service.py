@@ -117,8 +117,8 @@ class Service:
         pending_ids = set(pending.jobs["job_id"])
         order = rank(self.settings.policy, pending, cluster, params=self.settings.params,
                      history=self._history(now), seed=self.settings.seed)  # fmt: skip
-        wanted = site_factors(order)
         known = self.store.factors()
+        wanted = site_factors(order, {job: f for job, f in known.items() if job in pending_ids})
         rows = [(job, i, known.get(job), factor) for i, (job, factor) in enumerate(wanted.items())
                 if known.get(job) != factor]  # fmt: skip
         errors: list[str] = []

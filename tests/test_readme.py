@@ -35,7 +35,7 @@ def readme_commands() -> list[list[str]]:
 
 ALL_COMMANDS = readme_commands()
 # The real-Slurm lines share one sandbox and the replay's output: they run in order, below.
-SLURM_COMMANDS = [a for a in ALL_COMMANDS if a[0] == "slurm" or "sacct" in a]
+SLURM_COMMANDS = [a for a in ALL_COMMANDS if a[0] in ("slurm", "serve") or "sacct" in a]
 COMMANDS = [a for a in ALL_COMMANDS if a not in SLURM_COMMANDS]
 
 
@@ -91,7 +91,7 @@ def test_readme_slurm_lines_run_in_order_in_a_terminal(tmp_path: Path) -> None:
     if not all(sandbox.port_free(p) for p in SandboxSpec(accounting=True).ports.values()):
         pytest.skip("the README's sandbox ports (16900 on) are taken on this machine")
     assert [a[:2] for a in SLURM_COMMANDS] == [["slurm", "up"], ["slurm", "replay"], ["traces", "inspect"],
-                                               ["slurm", "down"]]  # fmt: skip
+                                               ["serve", "slurm"], ["slurm", "down"]]  # fmt: skip
     work = tmp_path / "work"
     work.mkdir()
     screens = []
@@ -106,5 +106,6 @@ def test_readme_slurm_lines_run_in_order_in_a_terminal(tmp_path: Path) -> None:
     assert "export SLURM_CONF=" in screens[0]
     assert "real Slurm vs simulated slurm-backfill" in screens[1]
     assert "150" in screens[2]
-    assert "no process is left" in screens[3]
+    assert "serving Slurm with sjf" in screens[3] and "CES: a check every" in screens[3]
+    assert "no process is left" in screens[4]
     assert sandbox.sandbox_processes(Layout((work / "slurm-sandbox").resolve())) == []

@@ -21,8 +21,8 @@ class Job:
     outside stalls (its service). ``pause_s``, ``restore_s`` and ``migration_s`` add up the
     checkpoint costs charged to it (:mod:`schedlab.sim.checkpoint`); ``mem_gib`` is its row's
     GPU memory per GPU (NaN: the cost model's default); ``time_limit`` its row's requested
-    run-time limit (NaN: none), which only policies that plan with limits (Slurm's) read. ``data`` is free for the policy's own
-    bookkeeping.
+    run-time limit (NaN: none), read only by policies that plan with limits (Slurm's).
+    ``data`` is free for the policy's own bookkeeping.
     """
 
     __slots__ = (

@@ -46,9 +46,9 @@ def replay_workload(record: pd.DataFrame, conf: SlurmConf, durations: str = "sle
     if durations not in DURATIONS:
         raise ConfigError(f"durations must be one of {DURATIONS}, got {durations!r}")
     multi = record["nodes"].to_numpy() > 1
-    tenant = np.where(record["account"].to_numpy(dtype=object) != "", record["account"], record["partition"])
-    if len(conf.partitions) > 1:
-        tenant = record["partition"].to_numpy(dtype=object)
+    partitions = record["partition"].to_numpy(dtype=object)
+    accounts = record["account"].to_numpy(dtype=object)
+    tenant = partitions if len(conf.partitions) > 1 else np.where(accounts != "", accounts, partitions)
     sleep = record["sleep_s"].to_numpy(dtype=float)
     ran = (record["end_s"] - record["start_s"]).to_numpy(dtype=float)
     length = np.where(np.isfinite(ran) & (ran > 0), ran, sleep) if durations == "observed" else sleep
@@ -125,12 +125,10 @@ def compare(record: pd.DataFrame, sim_jobs: pd.DataFrame, *, interval_s: float) 
 
 
 def interval_of(conf: SlurmConf) -> float:
-    """The scheduling interval a start may be off by: backfill's ``bf_interval`` (Slurm's
-    default 30 s) under sched/backfill, else 1 s (the main scheduler runs on every event)."""
-    if conf.settings.get("SchedulerType", "sched/backfill") != "sched/backfill":
+    """The scheduling interval a start may be off by: backfill's ``bf_interval`` under
+    sched/backfill, else 1 s (the main scheduler runs on every event)."""
+    from schedlab.policies.slurm.params import params_from_conf, scheduler_policy
+
+    if scheduler_policy(conf.settings) != "slurm-backfill":
         return 1.0
-    for item in conf.settings.get("SchedulerParameters", "").split(","):
-        key, _, value = item.partition("=")
-        if key.strip() == "bf_interval" and value.strip().isdigit():
-            return float(value)
-    return 30.0
+    return float(params_from_conf(conf.settings).bf_interval)

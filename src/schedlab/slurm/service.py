@@ -15,6 +15,7 @@ in ``STATE/decisions.parquet``. A lost controller is waited for with backoff.
 from __future__ import annotations
 
 import os
+import pwd
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -70,8 +71,6 @@ def check_controller(client: SlurmClient, *, apply: bool, ces: bool = False) -> 
                           "in slurm.conf and run `scontrol reconfigure`")  # fmt: skip
     if apply and os.geteuid() != 0:
         owner = config.get("SlurmUser", "").split("(")[0]
-        import pwd
-
         me = pwd.getpwuid(os.geteuid()).pw_name
         if me != owner:
             raise ConfigError(f"only root or SlurmUser ({owner}) may set SiteFactor; run as one of them "

@@ -262,6 +262,7 @@ def serve_slurm(
     state: Annotated[Path, typer.Option("--state", help="The service's state: serve.db, decisions.parquet, history.")] = Path("slurm-serve"),
     cycles: Annotated[Optional[int], typer.Option("--cycles", min=1, help="Stop after N cycles (default: run until Ctrl-C).")] = None,
     history_days: Annotated[float, typer.Option("--history-days", min=0.0, help="Days of sacct history that train qssf's predictor.")] = 30.0,
+    history: Annotated[Optional[Path], typer.Option("--history", exists=True, dir_okay=False, help="Train qssf on this `sacct --json` export (e.g. from another cluster) instead of asking sacct.")] = None,
     sandbox_dir: Annotated[Optional[Path], typer.Option("--dir", help="A schedlab Slurm sandbox to serve (default: the Slurm of SLURM_CONF or /etc/slurm).")] = None,
     ces: Annotated[bool, typer.Option("--ces", help="Also power idle nodes down and up with Helios' CES (needs Slurm's power saving on).")] = False,
     ces_every: Annotated[float, typer.Option("--ces-every", min=1.0, help="Seconds between CES's periodic checks (Helios: 600).")] = 600.0,
@@ -301,8 +302,12 @@ def serve_slurm(
         ces_config = CESConfig(check_s=ces_every, buffer_nodes=paper_buffer(len(nodes)))
         console.print(f"CES: a check every {ces_every:g} s, buffer {ces_config.buffer_nodes} of {len(nodes)} nodes, "
                       f"last-value forecast; power saving by {escape(config.get('SuspendProgram', '?'))}")  # fmt: skip
+    if history is not None:
+        from schedlab.workload.loaders import load_trace
+
+        load_trace(str(history), "sacct")  # a bad file stops here, with its row and field
     settings = ServeSettings(policy=policy, params=params, interval_s=interval, apply=apply, history_days=history_days,
-                             ces=ces_config)  # fmt: skip
+                             ces=ces_config, history_file=history.resolve() if history is not None else None)  # fmt: skip
     state = state.resolve()
     mode = "applying" if apply else "dry run (add --apply to write)"
     console.print(f"serving Slurm with {policy}, every {interval:g} s, {mode}; state in {escape(str(state))}")

@@ -55,6 +55,11 @@ def test_plan_lays_jobs_on_whole_nodes_and_refuses_what_cannot_run(tmp_path):
     assert plan["submit_at"].tolist() == [0.0, 1.0, 2.0] and plan["sleep_s"].tolist() == [10.0] * 3
     other = rp.plan(workload([(0, 1, 10)], tenant="teamA"), conf, speedup=1, rule=rp.LimitRule())
     assert (other["partition"].item(), other["account"].item()) == ("vc1", "teamA")  # default partition
+    named = workload([(0, 1, 10)] * 3, tenant="vc1")
+    named.jobs["name"] = ["train-a", "", ""]
+    named.jobs["model"] = ["", "resnet50", ""]
+    # the job name a service ranking the queue reads: the trace's name, else its model, else r<row>
+    assert rp.plan(named, conf, speedup=1, rule=rp.LimitRule())["name"].tolist() == ["train-a", "resnet50", "r2"]
     with pytest.raises(InputError, match="row 1.*num_gpus.*24 GPUs.*'vc1'"):
         rp.plan(workload([(0, 24, 10)], tenant="vc1"), conf, speedup=1, rule=rp.LimitRule())
     with pytest.raises(InputError, match="row 1.*12 GPUs"):

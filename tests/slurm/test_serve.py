@@ -67,6 +67,42 @@ def test_sjf_puts_the_short_job_first_only_with_apply(one_node, tmp_path, apply)
     assert [p.name for p in draw(tmp_path / "state")] == ["decisions.png"]
 
 
+def sacct_history(path, now: float) -> None:
+    """A ``sacct --json`` export (made from a recorded one) of a day ago: 60 finished jobs
+    named "short" that ran 5 s and 60 named "long0" that ran 3000 s, all by root."""
+    import copy
+    import json
+    from pathlib import Path
+
+    sample = Path(__file__).parents[1] / "workload" / "samples" / "slurm-22.05" / "sacct.json"
+    doc = json.loads(sample.read_text())
+    model = next(j for j in doc["jobs"] if j["name"] == "short")
+    jobs = []
+    for i in range(120):
+        job = copy.deepcopy(model)
+        name, ran = ("short", 5) if i % 2 else ("long0", 3000)
+        start = int(now) - 86400 + 600 * i
+        job.update(job_id=1000 + i, name=name, user="root", steps=[])
+        job["time"].update(submission=start, eligible=start, start=start, end=start + ran, elapsed=ran)
+        jobs.append(job)
+    path.write_text(json.dumps({**doc, "jobs": jobs}))
+
+
+def test_qssf_ranks_by_the_history_it_is_given(one_node, tmp_path):
+    # trained on a history where "short" jobs ran 5 s and "long" ones 3000 s, QSSF puts the short
+    # job first; without a history every job is predicted alike and the queue order stands
+    box, client = one_node
+    sacct_history(tmp_path / "history.json", time.time())
+    settings = ServeSettings(policy="qssf", apply=True, history_file=tmp_path / "history.json")
+    lines: list[str] = []
+    service = Service(client, settings, tmp_path / "state", lines.append)
+    result = service.cycle()
+    service.close()
+    assert result.pending == 4 and not result.errors and not any("history" in line for line in lines)
+    assert first_started_after_hold(client) == "short"
+    assert not (tmp_path / "state" / "history.json").exists()  # the file was read, sacct not asked
+
+
 def test_site_factor_survives_hold_and_release_and_is_not_rewritten(one_node, tmp_path):
     box, client = one_node
     service = Service(client, ServeSettings(policy="sjf", apply=True), tmp_path / "state", lambda line: None)

@@ -40,7 +40,7 @@ DURATIONS = ("sleep", "observed")
 
 def replay_workload(record: pd.DataFrame, conf: SlurmConf, durations: str = "sleep") -> Workload:
     """The replayed jobs as the simulator's workload, in real seconds after the replay's start:
-    submitted when they were submitted, with their time limits, lasting their sleep
+    submitted when they were submitted, with their names, users and time limits, lasting their sleep
     (``durations="sleep"``) or as long as Slurm recorded them running (``"observed"``: the sleep
     plus the job's launch and teardown, in whole seconds; the sleep where that rounds to 0)."""
     if durations not in DURATIONS:
@@ -55,6 +55,8 @@ def replay_workload(record: pd.DataFrame, conf: SlurmConf, durations: str = "sle
     frame = pd.DataFrame({
         "job_id": record["job_id"].astype(str).to_numpy(),
         "submit_s": record["submitted_at"].to_numpy(dtype=float),
+        "name": record["name"].astype(str).to_numpy(),
+        "user": record["user"].astype(str).to_numpy() if "user" in record else "",
         "tenant": tenant,
         "num_gpus": record["num_gpus"].to_numpy(dtype=float),
         "gpus_per_worker": np.where(multi, record["gpus_per_node"].to_numpy(dtype=float), np.nan),
@@ -79,6 +81,23 @@ def simulate(record: pd.DataFrame, conf: SlurmConf, *, durations: str = "sleep",
     workload = replay_workload(record, conf, durations)
     result = Simulation(workload, sandbox_cluster(conf), policy, seed=seed).run()
     return result.jobs, name
+
+
+def simulate_served(record: pd.DataFrame, conf: SlurmConf, *, policy: str, interval_s: float, first_s: float,
+                    epoch_s: float, history: Workload | None = None, params: dict[str, Any] | None = None,
+                    seed: int = 0) -> tuple[pd.DataFrame, dict[str, Any]]:  # fmt: skip
+    """Run the replay's jobs through the simulated Slurm with ``schedlab serve slurm --policy
+    policy --apply`` beside it (:mod:`schedlab.slurm.served`): cycles every ``interval_s`` from
+    ``first_s`` (real seconds after the replay's start, ``epoch_s``), QSSF trained on
+    ``history``. Its jobs table (real seconds) and the policy's report."""
+    from schedlab.sim.engine import Simulation
+    from schedlab.slurm.served import served_policy
+
+    cluster = sandbox_cluster(conf)
+    policy_obj = served_policy(conf.settings, cluster, policy=policy, interval_s=interval_s, first_s=first_s,
+                               epoch_s=epoch_s, ranking_params=params, history=history, seed=seed)  # fmt: skip
+    result = Simulation(replay_workload(record, conf), cluster, policy_obj, seed=seed).run()
+    return result.jobs, policy_obj.report(result.jobs)
 
 
 def compare(record: pd.DataFrame, sim_jobs: pd.DataFrame, *, interval_s: float) -> dict[str, Any]:

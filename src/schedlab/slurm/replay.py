@@ -2,8 +2,9 @@
 
 Each job becomes ``sbatch --wrap "sleep D/K"`` submitted K times faster than the trace
 (``submit / K`` after the start), with ``--gres=gpu:G`` per node and ``-N`` nodes, its tenant
-as partition (or as account when the sandbox has no such partition) and a time limit (see
-:func:`time_limit_min`). What Slurm really did is read back from ``sacct`` (with accounting)
+as partition (or as account when the sandbox has no such partition), a time limit (see
+:func:`time_limit_min`) and as job name the trace's (its model where the trace names only
+that, as the Tiresias/Chronus CSVs; else ``r<row>``), which a service ranking the queue reads. What Slurm really did is read back from ``sacct`` (with accounting)
 or ``squeue`` (without: the sandbox keeps ended jobs for ``MinJobAge``).
 
 Times in ``replay.parquet`` are real seconds after the replay's start, which falls on a whole
@@ -26,7 +27,6 @@ from schedlab.slurm.client import QueueJob, SlurmClient, SlurmUnavailable
 from schedlab.slurm.conf import SlurmConf
 from schedlab.workload.schema import Workload
 
-NAME_PREFIX = "r"  # sbatch -J r<row>: the replay's own job names
 TERMINAL = {"COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "NODE_FAIL", "OUT_OF_MEMORY", "PREEMPTED", "BOOT_FAIL",
             "DEADLINE"}  # fmt: skip
 
@@ -91,7 +91,7 @@ def plan(workload: Workload, conf: SlurmConf, *, speedup: float, rule: LimitRule
                                  f"'{partition}' ({len(node_gpus)} nodes of {width} GPUs) cannot give as whole nodes")  # fmt: skip
         sleep_s = float(job.duration_s) / speedup
         rows.append({
-            "row": i, "job_id": str(job.job_id), "name": f"{NAME_PREFIX}{i}", "submit_at": float(job.submit_s) / speedup,
+            "row": i, "job_id": str(job.job_id), "name": job.name or job.model or f"r{i}", "submit_at": float(job.submit_s) / speedup,
             "sleep_s": sleep_s, "nodes": nodes, "gpus_per_node": per, "num_gpus": gpus, "partition": partition,
             "account": account, "tenant": tenant,
             "time_limit_min": time_limit_min(sleep_s, float(job.time_limit_s), speedup, rule),
@@ -123,7 +123,8 @@ def run(client: SlurmClient, planned: pd.DataFrame, *, on_progress: Callable[[Pr
         poll_s: float = 1.0, timeout_s: float | None = None) -> tuple[float, pd.DataFrame]:  # fmt: skip
     """Submit every planned job at its time and wait until all have ended. Returns the replay's
     start (epoch seconds, a whole second) and the planned table with ``slurm_id`` and
-    ``submitted_at`` (real seconds after the start, as measured here)."""
+    ``submitted_at`` (real seconds after the start, as measured here). Interrupted, it cancels
+    the jobs it submitted."""
     total = len(planned)
     ids = np.zeros(total, dtype=np.int64)
     submitted_at = np.full(total, np.nan)
@@ -135,31 +136,35 @@ def run(client: SlurmClient, planned: pd.DataFrame, *, on_progress: Callable[[Pr
     seen: dict[int, QueueJob] = {}
     order = planned.sort_values("submit_at", kind="stable")
     pending_rows = list(order.itertuples(index=True))
-    while True:
-        now = time.time()
-        while pending_rows and now >= t0 + pending_rows[0].submit_at:
-            job = pending_rows.pop(0)
-            ids[job.Index] = _submit(client, sbatch_args(job))
-            submitted_at[job.Index] = time.time() - t0
-            progress.submitted += 1
+    try:
+        while True:
             now = time.time()
-        if now - last_poll >= poll_s:
-            last_poll = now
-            for q in _poll(client):
-                seen[q.job_id] = q
-            mine = [seen[i] for i in ids[ids > 0] if i in seen]
-            progress.running = sum(q.state == "RUNNING" for q in mine)
-            progress.ended = sum(q.state in TERMINAL for q in mine)
-            progress.elapsed_s = now - t0
-            if on_progress is not None:
-                on_progress(progress)
-            if not pending_rows and progress.ended == total:
-                break
-        if now > deadline:
-            raise ConfigError(f"the replay did not end within {deadline - t0:.0f} s; "
-                              f"{total - progress.ended} jobs are still pending or running")  # fmt: skip
-        wait = min(poll_s, (t0 + pending_rows[0].submit_at - now) if pending_rows else poll_s)
-        time.sleep(max(0.0, min(wait, 0.05 if pending_rows else poll_s)))
+            while pending_rows and now >= t0 + pending_rows[0].submit_at:
+                job = pending_rows.pop(0)
+                ids[job.Index] = _submit(client, sbatch_args(job))
+                submitted_at[job.Index] = time.time() - t0
+                progress.submitted += 1
+                now = time.time()
+            if now - last_poll >= poll_s:
+                last_poll = now
+                for q in _poll(client):
+                    seen[q.job_id] = q
+                mine = [seen[i] for i in ids[ids > 0] if i in seen]
+                progress.running = sum(q.state == "RUNNING" for q in mine)
+                progress.ended = sum(q.state in TERMINAL for q in mine)
+                progress.elapsed_s = now - t0
+                if on_progress is not None:
+                    on_progress(progress)
+                if not pending_rows and progress.ended == total:
+                    break
+            if now > deadline:
+                raise ConfigError(f"the replay did not end within {deadline - t0:.0f} s; "
+                                  f"{total - progress.ended} jobs are still pending or running")  # fmt: skip
+            wait = min(poll_s, (t0 + pending_rows[0].submit_at - now) if pending_rows else poll_s)
+            time.sleep(max(0.0, min(wait, 0.05 if pending_rows else poll_s)))
+    except BaseException:
+        _cancel(client, ids[ids > 0])
+        raise
     out = planned.copy()
     out["slurm_id"] = ids
     out["submitted_at"] = submitted_at
@@ -187,7 +192,7 @@ def _poll(client: SlurmClient) -> list[QueueJob]:
 
 def observed(client: SlurmClient, t0: float, submitted: pd.DataFrame) -> pd.DataFrame:
     """What Slurm recorded for each replayed job (from ``squeue --states=all``): submit, start
-    and end as real seconds after ``t0``, state, nodes."""
+    and end as real seconds after ``t0``, state, nodes, the submitting user."""
     by_id = {q.job_id: q for q in client.queue(all_states=True)}
     rows = []
     for job in submitted.itertuples(index=False):
@@ -196,7 +201,7 @@ def observed(client: SlurmClient, t0: float, submitted: pd.DataFrame) -> pd.Data
             raise ConfigError(f"Slurm no longer shows job {job.slurm_id} (trace job '{job.job_id}'); "
                               "raise MinJobAge or use a sandbox with --accounting")  # fmt: skip
         rows.append({"slurm_submit_s": q.submit - t0, "start_s": q.start - t0 if q.start else np.nan,
-                     "end_s": q.end - t0 if q.end else np.nan, "state": q.state, "node_list": q.node_list})  # fmt: skip
+                     "end_s": q.end - t0 if q.end else np.nan, "state": q.state, "node_list": q.node_list, "user": q.user})  # fmt: skip
     return pd.concat([submitted.reset_index(drop=True), pd.DataFrame(rows)], axis=1)
 
 
@@ -303,11 +308,7 @@ def replay_and_record(layout, conf: SlurmConf, workload: Workload, *, speedup: f
         def show(p: Progress) -> None:
             bar.update(task, completed=p.ended, info=f"submitted {p.submitted}, running {p.running}, ended {p.ended}")
 
-        try:
-            t0, submitted = run(client, planned, on_progress=show)
-        except BaseException:
-            _cancel_replay(client)
-            raise
+        t0, submitted = run(client, planned, on_progress=show)
     wall = time.monotonic() - wall0
     record = observed(client, t0, submitted)
     log = Path(conf.settings.get("SlurmctldLogFile", ""))
@@ -346,12 +347,10 @@ def replay_and_record(layout, conf: SlurmConf, workload: Workload, *, speedup: f
     return result
 
 
-def _cancel_replay(client: SlurmClient) -> None:
-    """Cancel every job this replay submitted (by its job names), best effort."""
+def _cancel(client: SlurmClient, ids: np.ndarray) -> None:
+    """Cancel the replay's jobs (an interrupted replay), best effort."""
     try:
-        ids = [str(q.job_id) for q in client.queue() if q.state in ("PENDING", "RUNNING") and q.name.startswith(NAME_PREFIX)
-               and q.name[1:].isdigit()]
-        if ids:
-            client.run(["scancel", *ids], timeout_s=10)
+        if len(ids):
+            client.run(["scancel", *(str(i) for i in ids)], timeout_s=10)
     except Exception:  # noqa: BLE001 - already failing; the sandbox's down cancels the rest
         pass

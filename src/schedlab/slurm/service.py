@@ -37,7 +37,8 @@ MAX_BACKOFF_S = 60.0
 @dataclass(frozen=True)
 class ServeSettings:
     """What the service does: ``policy`` with ``params`` every ``interval_s``; ``apply`` writes.
-    ``history_days`` of ``sacct`` train QSSF's predictor, refreshed every ``refit_every_s``."""
+    ``history_days`` of ``sacct`` train QSSF's predictor, refreshed every ``refit_every_s``;
+    or ``history_file``, a ``sacct --json`` export (e.g. from another cluster), read once."""
 
     policy: str = "qssf"
     params: dict[str, Any] = field(default_factory=dict)
@@ -47,6 +48,7 @@ class ServeSettings:
     refit_every_s: float = 86400.0
     seed: int = 0
     ces: CESConfig | None = None  # power idle nodes down and up with Helios' CES
+    history_file: Path | None = None
 
 
 @dataclass
@@ -156,9 +158,10 @@ class Service:
         directory, so a restarted service predicts as before."""
         if self.settings.policy != "qssf":
             return None
-        path = self.state_dir / "history.json"
+        path = self.settings.history_file or self.state_dir / "history.json"
         read_at = float(self.store.get("history_read_at") or "-inf")
-        if now - read_at >= self.settings.refit_every_s or not path.exists():
+        stale = now - read_at >= self.settings.refit_every_s or not path.exists()
+        if stale and self.settings.history_file is None:
             since = time.strftime("%Y-%m-%dT%H:%M:%S", time.localtime(now - self.settings.history_days * 86400))
             try:
                 text = self.client.run(["sacct", "--json", "-a", "-X", "-S", since], timeout_s=120)

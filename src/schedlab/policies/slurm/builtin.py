@@ -180,6 +180,20 @@ class SlurmBuiltin(Policy):
     def touch(self, ctx: Context) -> None:
         """Hook: a job or node record changed (Slurm's last_job_update / last_node_update)."""
 
+    def site_factors_updated(self, ctx: Context, idxs: list[int]) -> None:
+        """``scontrol update JobId=X SiteFactor=N`` for the pending jobs ``idxs`` (whose
+        ``site_factor`` now returns N): each job's priority is recomputed at once
+        (job_mgr.c ``_update_job`` ends with ``set_job_prio``), and the update queues a
+        scheduler pass (proc_req.c ``_slurm_rpc_update_job``: ``queue_job_scheduler``)."""
+        moved = [idx for idx in idxs if idx in self.pending]
+        if not moved:
+            return
+        for idx in moved:
+            self.queue.remove(self.keys[idx])
+            self._enqueue(ctx, self.pending[idx])
+        self._request(ctx)
+        self.touch(ctx)
+
     def report(self, jobs: object) -> dict[str, int]:
         return {"slurm_started_by_main": self.starts["main"], "slurm_held_jobs": len(self.held)}
 

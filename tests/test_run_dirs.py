@@ -121,6 +121,38 @@ def test_rerun_refuses_when_an_input_changed(tmp_path: Path) -> None:
     assert "input changed or missing since the run" in _one_error_line(result)
 
 
+@pytest.mark.parametrize("damage", ["missing", "changed"])
+def test_rerun_refuses_when_the_runs_own_table_is_gone_or_edited(tmp_path: Path, damage: str) -> None:
+    trace = tmp_path / "jobs.csv"
+    trace.write_text("id,submitted,runtime,gpus\na,0,600,1\n")
+    out = tmp_path / "run"
+    assert runner.invoke(app, _csv_run(trace, out)).exit_code == 0
+    table = next(out.rglob("jobs.parquet"))
+    if damage == "missing":
+        table.unlink()
+    else:
+        table.write_bytes(table.read_bytes() + b"\0")
+    result = runner.invoke(app, ["rerun", str(out)])
+    assert result.exit_code == 2
+    line = _one_error_line(result)
+    assert f"{table.relative_to(out)} ({damage})" in line and "SHA-256" in line
+    assert not (tmp_path / "run-rerun").exists()
+
+
+def test_rerun_of_a_command_without_out_is_one_line(tmp_path: Path) -> None:
+    trace = tmp_path / "jobs.csv"
+    trace.write_text("id,submitted,runtime,gpus\na,0,600,1\n")
+    out = tmp_path / "run"
+    assert runner.invoke(app, _csv_run(trace, out)).exit_code == 0
+    manifest = json.loads((out / "run.json").read_text())
+    at = manifest["command"].index("--out")
+    del manifest["command"][at : at + 2]
+    (out / "run.json").write_text(json.dumps(manifest))
+    result = runner.invoke(app, ["rerun", str(out)])
+    assert result.exit_code == 2
+    assert "the recorded command has no --out" in _one_error_line(result)
+
+
 def test_rerun_of_a_folder_without_run_json_is_one_line(tmp_path: Path) -> None:
     result = runner.invoke(app, ["rerun", str(tmp_path)])
     assert result.exit_code == 2

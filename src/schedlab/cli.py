@@ -385,25 +385,36 @@ def rerun(
 ) -> None:
     """Repeat a run from its run.json and check that its tables come out byte for byte the same.
 
-    Fails (exit 2) when an input file changed since the run; exits 1 when an output differs.
+    Fails (exit 2) when an input file, or one of the run's own tables, changed or went missing
+    since the run; exits 1 when an output of the repeat differs.
 
     Example:
 
       schedlab rerun runs/quickstart
     """
-    from schedlab.experiments.manifest import changed_inputs, compare_outputs, read_manifest
+    from schedlab.experiments.manifest import MANIFEST, changed_inputs, changed_outputs, compare_outputs, read_manifest
     from schedlab.experiments.outdir import check_out
 
     manifest = read_manifest(run_dir)
     changed = changed_inputs(manifest)
     if changed:
         raise ConfigError(f"{run_dir}: input changed or missing since the run: {', '.join(changed)}")
+    altered = changed_outputs(manifest, run_dir)
+    if altered:
+        raise ConfigError(f"{run_dir}: the run's own tables no longer match the SHA-256 in its {MANIFEST}: "
+                          f"{', '.join(altered)}; restore them, or run the recorded command again yourself")  # fmt: skip
+    command = [str(a) for a in manifest["command"]]
+    at = next((i for i, a in enumerate(command) if a in ("--out", "-o") or a.startswith("--out=")), None)
+    if at is None or (at == len(command) - 1 and "=" not in command[at]):
+        raise ConfigError(f"{run_dir / MANIFEST}: the recorded command has no --out, so the repeat has nowhere to go")
     cwd = Path(manifest["cwd"])
     if not cwd.is_dir():
         raise ConfigError(f"{run_dir}: the run's working directory {cwd} no longer exists")
     target = check_out(out or run_dir.with_name(run_dir.name + "-rerun"), force=force, option="--out")
-    command = list(manifest["command"])
-    command[command.index("--out") + 1] = str(target)
+    if "=" in command[at]:
+        command[at] = f"--out={target}"
+    else:
+        command[at + 1] = str(target)
     if manifest.get("schedlab_version") != _version():
         err_console.print(f"note: the run was made with schedlab {manifest.get('schedlab_version')}, this is {_version()}")
     err_console.print("schedlab " + " ".join(command), markup=False, highlight=False)

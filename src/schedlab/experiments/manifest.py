@@ -96,6 +96,21 @@ def changed_inputs(manifest: dict[str, Any]) -> list[str]:
             if not Path(name).is_file() or sha256(Path(name)) != digest]  # fmt: skip
 
 
+def changed_outputs(manifest: dict[str, Any], run_dir: Path) -> list[str]:
+    """The run's own reproducible outputs that are gone (``NAME (missing)``) or whose bytes no
+    longer match the SHA-256 recorded when it was made (``NAME (changed)``)."""
+    out = []
+    for name, digest in manifest["outputs"].items():
+        path = run_dir / name
+        if not name.endswith(REPRODUCIBLE_SUFFIXES):
+            continue
+        if not path.is_file():
+            out.append(f"{name} (missing)")
+        elif sha256(path) != digest:
+            out.append(f"{name} (changed)")
+    return out
+
+
 def compare_outputs(manifest: dict[str, Any], run_dir: Path) -> tuple[list[str], list[str]]:
     """(identical, different) reproducible outputs of ``run_dir`` against the manifest's record."""
     same, different = [], []

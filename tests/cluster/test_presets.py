@@ -67,3 +67,18 @@ def test_state_buckets_index_nodes_by_free_gpus() -> None:
     assert group.free_total == 27 and state.busy_gpus == 5
     state.power_off(3)
     assert 3 not in group.buckets[8] and group.free_total == 19 and state.gpus_on == 24
+
+
+@pytest.mark.parametrize("spec, message", [
+    ("uniform:100000000x8", "N must be 1-100,000 nodes"),
+    ("uniform:4x0", "G 1-64 GPUs per node"),
+    ("uniform:4x8:H900", "unknown GPU type 'H900'"),
+])  # fmt: skip
+def test_a_uniform_cluster_that_means_nothing_is_refused_at_once(spec, message):
+    with pytest.raises(ConfigError, match=message):
+        load_cluster(spec)
+
+
+def test_a_uniform_cluster_takes_a_catalogued_gpu_type_in_any_case():
+    assert {n.gpu_type for n in load_cluster("uniform:2x8:a100").nodes} == {"a100"}  # Slurm's spelling, as in sacct
+    assert load_cluster("uniform:2x4:K80").total_gpus == 8

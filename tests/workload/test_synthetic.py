@@ -199,3 +199,16 @@ def test_gfs_gangs_never_exceed_their_models_gpus() -> None:
     totals = w.jobs.groupby("gpu_type")["num_gpus"].max()
     assert totals["A800-SXM4-80GB"] <= 176  # the smallest model: 22 nodes of 8
     Simulation(w, load_cluster("gfs"), make_policy("fifo", rng=np.random.default_rng(0)))  # fit check passes
+
+
+@pytest.mark.parametrize("options", [{"load": float("inf")}, {"load": float("nan")}, {"cluster_gpus": float("inf")}])
+def test_a_load_or_cluster_size_that_is_not_a_finite_number_is_refused(options):
+    with pytest.raises(ConfigError, match="positive finite numbers"):
+        generate("simple", 100, seed=0, **options)
+
+
+def test_scaling_arrivals_by_infinity_is_refused():
+    from schedlab.workload.transforms import scale_arrivals
+
+    with pytest.raises(ConfigError, match="positive finite number"):
+        scale_arrivals(generate("simple", 10, seed=0), float("inf"))

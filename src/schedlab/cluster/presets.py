@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from schedlab.cluster.spec import ClusterSpec, NodeSpec, TenantSpec, gpu_type
+from schedlab.cluster.spec import GPU_CATALOG, ClusterSpec, NodeSpec, TenantSpec, gpu_type
 from schedlab.errors import ConfigError, InputError
 from schedlab.workload.schema import shown
 from schedlab.workload.synthetic import GFS_A100_GPU
@@ -185,6 +185,10 @@ def preset_names() -> list[str]:
     return list(PRESETS)
 
 
+MAX_UNIFORM_NODES = 100_000  # far beyond any public trace's cluster (a few thousand nodes); more only exhausts memory
+MAX_GPUS_PER_NODE = 64
+
+
 def load_cluster(spec: str) -> ClusterSpec:
     """Resolve a cluster option: a preset name, ``uniform:NxG[:TYPE]``,
     ``helios:PATH[@DATE]`` (a cluster_gpu_number.csv) or ``gfs:PATH`` (a node_info_df.csv).
@@ -200,6 +204,12 @@ def load_cluster(spec: str) -> ClusterSpec:
             n, g = (int(x) for x in shape.lower().split("x"))
         except ValueError as exc:
             raise ConfigError(f"cluster '{spec}': expected uniform:NxG, e.g. uniform:800x8") from exc
+        if not (1 <= n <= MAX_UNIFORM_NODES and 1 <= g <= MAX_GPUS_PER_NODE):
+            raise ConfigError(f"cluster '{spec}': N must be 1-{MAX_UNIFORM_NODES:,} nodes and G 1-{MAX_GPUS_PER_NODE} "
+                              "GPUs per node")  # fmt: skip
+        if gpu and gpu.lower() not in {k.lower() for k in GPU_CATALOG}:
+            raise ConfigError(f"cluster '{spec}': unknown GPU type {gpu!r}; known (any case, e.g. Slurm's a100): "
+                              f"{', '.join(GPU_CATALOG)}")  # fmt: skip
         return uniform(n, g, gpu or "V100")
     if kind == "helios" and arg:
         path, _, date = arg.partition("@")

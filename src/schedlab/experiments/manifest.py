@@ -43,6 +43,8 @@ def input_files(argv: Sequence[str], cwd: Path, out: Path) -> list[Path]:
             path = (cwd / candidate).absolute()
             if path == out or out in path.parents or path in out.parents or not path.exists():
                 continue
+            if not (path.is_dir() or path.is_file()):
+                continue  # a pipe or device: read once by the run, nothing to check later
             files = sorted(p for p in path.rglob("*") if p.is_file()) if path.is_dir() else [path]
             found.update(dict.fromkeys(files))
     return list(found)

@@ -23,6 +23,7 @@ How a job is made (all steps vectorised, one ``numpy.random.Generator`` passed d
 from __future__ import annotations
 
 import dataclasses
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from types import MappingProxyType
@@ -169,8 +170,9 @@ class Profile:
                               f"not {self.tenant_balance!r}")  # fmt: skip
         if self.tenant_balance == "gpu_time" and self.tenant_max_gpus is None:
             raise ConfigError(f"profile {self.name!r}: tenant_balance 'gpu_time' needs tenant_max_gpus")
-        if self.cluster_gpus <= 0 or self.load <= 0:
-            raise ConfigError(f"profile {self.name!r}: cluster_gpus and load must be positive")
+        if not (0 < self.cluster_gpus < math.inf and 0 < self.load < math.inf):
+            raise ConfigError(f"profile {self.name!r}: cluster_gpus and load must be positive finite numbers "
+                              f"(got {self.cluster_gpus:g} and {self.load:g})")  # fmt: skip
 
     def class_counts(self, n_jobs: int) -> tuple[int, ...]:
         """Jobs per class for ``n_jobs`` (largest-remainder rounding of the class shares)."""
@@ -408,8 +410,8 @@ class GfsProfile(Profile):
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        if self.spot_scale <= 0:
-            raise ConfigError(f"profile {self.name!r}: spot_scale must be positive")
+        if not 0 < self.spot_scale < math.inf:
+            raise ConfigError(f"profile {self.name!r}: spot_scale must be a positive finite number (got {self.spot_scale:g})")
 
 
 # The GFS paper's simulation setup (§4.1): one cluster of 287 eight-GPU A100 nodes, the tasks of Table 3.

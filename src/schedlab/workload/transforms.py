@@ -8,6 +8,7 @@ added, so no row is lost silently. Moving a job's submit time moves its deadline
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 
 import numpy as np
@@ -50,8 +51,8 @@ def sample(w: Workload, n: int | None = None, frac: float | None = None, *, seed
 
 def scale_arrivals(w: Workload, k: float) -> Workload:
     """Offered load x ``k``: every inter-arrival gap divided by ``k`` (the first submit stays put)."""
-    if k <= 0:
-        raise ConfigError(f"scale_arrivals: k must be positive (got {k})")
+    if not 0 < k < math.inf:
+        raise ConfigError(f"scale_arrivals: k must be a positive finite number (got {k})")
     jobs = w.jobs.copy()
     submit = jobs["submit_s"].to_numpy()
     first = submit.min() if submit.size else 0.0

@@ -86,10 +86,35 @@ def load_trace(path: str | Path, fmt: str, **options: Any) -> Workload:
         raise InputError("file not found", file=str(path))
     if path.is_dir() and not info.folder:
         raise InputError(f"is a directory; format {fmt!r} reads a file", file=str(path))
+    if not path.is_dir() and not path.is_file():
+        return _load_stream(path, info, options)
     try:
         return info.function(path, **options)
     except OSError as err:
         raise InputError(f"cannot read: {err.strerror or err}", file=str(err.filename or path)) from None
+
+
+def _load_stream(path: Path, info: LoaderInfo, options: dict[str, Any]) -> Workload:
+    """A named pipe or a device (``<(zcat trace.gz)``, ``/dev/stdin``): the loaders read a file
+    more than once, so its bytes are first copied into a temporary file of the same name;
+    errors and the workload still name ``path``."""
+    import dataclasses
+    import shutil
+    import tempfile
+
+    with tempfile.TemporaryDirectory(prefix="schedlab-trace-") as tmp:
+        copy = Path(tmp) / (path.name or "trace")
+        try:
+            with open(path, "rb") as src, open(copy, "wb") as dst:
+                shutil.copyfileobj(src, dst)
+            workload = info.function(copy, **options)
+        except OSError as err:
+            raise InputError(f"cannot read: {err.strerror or err}", file=str(path)) from None
+        except InputError as err:
+            if err.file is not None and str(copy) in str(err.file):
+                raise InputError(err.reason, file=str(path), row=err.row, field=err.field) from None
+            raise
+    return dataclasses.replace(workload, source=str(path))
 
 
 __all__ = ["LOADERS", "LoaderInfo", "load_trace"]

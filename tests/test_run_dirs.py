@@ -157,3 +157,15 @@ def test_rerun_of_a_folder_without_run_json_is_one_line(tmp_path: Path) -> None:
     result = runner.invoke(app, ["rerun", str(tmp_path)])
     assert result.exit_code == 2
     assert "no run.json here" in _one_error_line(result)
+
+
+def test_a_folder_name_with_brackets_is_printed_as_it_is(tmp_path: Path) -> None:
+    trace = tmp_path / "jobs.csv"
+    trace.write_text("id,submitted,runtime,gpus\na,0,600,1\n")
+    out = tmp_path / "run[red]" / "x[1]"
+    result = runner.invoke(app, _csv_run(trace, out))
+    assert result.exit_code == 0, result.output
+    assert f"resultsin{out}" in "".join(result.stdout.split())  # rich folds long lines
+    again = runner.invoke(app, ["rerun", str(out)])
+    assert again.exit_code == 0, again.output
+    assert f"reproduced{out}in{out}-rerun" in "".join(again.stdout.split())

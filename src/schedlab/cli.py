@@ -84,7 +84,7 @@ ProgressOpt = Annotated[bool, typer.Option(help="Show progress bars (only when s
 
 
 def _seed_opt(what: str):
-    return Annotated[int, typer.Option("--seed", help=f"Seed for {what}.")]
+    return Annotated[int, typer.Option("--seed", min=0, max=2**32 - 1, help=f"Seed for {what}.")]
 
 
 SimSeedOpt = _seed_opt("the synthetic trace, sampling and random placement")
@@ -330,7 +330,7 @@ def simulate(
                       highlight=False, markup=False)  # fmt: skip
     console.print(Columns([breakdown_table(summary, "sizes", title="by job size (GPUs)"),
                            breakdown_table(summary, "tenants", title="by tenant")]))  # fmt: skip
-    console.print(f"results in [bold]{out}[/]  (draw plots: schedlab report {out})")
+    console.print(f"results in [bold]{escape(str(out))}[/]  (draw plots: schedlab report {escape(str(out))})")
 
 
 @app.command()
@@ -374,7 +374,7 @@ def compare(
             frame.to_csv(stage / "comparison.csv", index=False)
     console.print(comparison_table(frame))
     if out is not None:
-        console.print(f"results in [bold]{out}[/]  (draw plots: schedlab report {out})")
+        console.print(f"results in [bold]{escape(str(out))}[/]  (draw plots: schedlab report {escape(str(out))})")
 
 
 @app.command()
@@ -423,13 +423,13 @@ def rerun(
         raise typer.Exit(done.returncode)
     same, different = compare_outputs(manifest, target)
     for name in same:
-        console.print(f"[green]identical[/] {name}")
+        console.print(f"[green]identical[/] {escape(name)}")
     for name in different:
-        console.print(f"[bold red]differs[/]   {name}")
+        console.print(f"[bold red]differs[/]   {escape(name)}")
     if different:
         error_line(err_console, f"{len(different)} of {len(same) + len(different)} tables differ from {run_dir}")
         raise typer.Exit(1)
-    console.print(f"reproduced {run_dir} in {target}: {len(same)} tables byte for byte the same")
+    console.print(f"reproduced {escape(str(run_dir))} in {escape(str(target))}: {len(same)} tables byte for byte the same")
 
 
 def _version() -> str:
@@ -461,12 +461,12 @@ def report(run_dir: Annotated[Path, typer.Argument(help="A run directory, a comp
         from schedlab.slurm.serve_report import draw as draw_serve
 
         for p in draw_serve(run_dir):
-            console.print(f"wrote {p}")
+            console.print(f"wrote {escape(str(p))}")
         return
     from schedlab.metrics.plots import report as draw
 
     for p in draw(run_dir):
-        console.print(f"wrote {p}")
+        console.print(f"wrote {escape(str(p))}")
 
 
 @app.command()
@@ -513,8 +513,8 @@ def characterize(
     with _run_dir(ctx, out, force, settings=spec) as stage, console.status("characterising ..."):
         paths = run_characterize(spec.build(), stage, cluster=cluster_spec)
     for p in paths:
-        console.print(f"wrote {out / p.relative_to(stage)}")
-    console.print(f"open [bold]{out / 'index.html'}[/] for the report")
+        console.print(f"wrote {escape(str(out / p.relative_to(stage)))}")
+    console.print(f"open [bold]{escape(str(out / 'index.html'))}[/] for the report")
 
 
 @app.command()
@@ -628,7 +628,7 @@ def ces_replay(
         console.print(f"CES forecaster: [bold]{summary['forecaster']}[/] (fallback: GBDT lost to it on the validation days)")
     else:
         console.print("CES forecaster: [bold]gbdt[/] (best on the validation days)")
-    console.print(f"results in [bold]{out}[/]")
+    console.print(f"results in [bold]{escape(str(out))}[/]")
 
 
 _CES_METRICS = (
@@ -713,7 +713,7 @@ def forecast(
     console.print("MAQE: mean |p-quantile - demand| / mean demand; QL: 2 x pinball loss / demand (see the .md)",
                   highlight=False)  # fmt: skip
     for p in paths:
-        console.print(f"wrote {out / p.relative_to(stage)}")
+        console.print(f"wrote {escape(str(out / p.relative_to(stage)))}")
 
 
 _FORECAST_HEADERS = {"mae": "MAE (GPUs)", "mse": "MSE (GPUs²)", "rmse": "RMSE (GPUs)", "mape_pct": "MAPE (%)",
@@ -838,7 +838,7 @@ def sweep(
         error_line(err_console, f"{len(failures)} cell(s) failed; fix the cause and run the same command to run them again")
         raise typer.Exit(1)
     write_sweep_manifest(out, parsed, _invocation(ctx), Path.cwd())
-    console.print(f"draw the page: schedlab report {out}")
+    console.print(f"draw the page: schedlab report {escape(str(out))}")
 
 
 class _CellBar:
@@ -875,7 +875,7 @@ def _sweep_report(run_dir: Path) -> None:
     with console.status("drawing the sweep's report ..."):
         paths = write_report(run_dir)
     for p in paths:
-        console.print(f"wrote {p}")
+        console.print(f"wrote {escape(str(p))}")
 
 
 def main() -> None:

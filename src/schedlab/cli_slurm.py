@@ -78,7 +78,7 @@ def up(
     took = time.monotonic() - t0
     memory = sum(sandbox.memory_mb(box.layout).values())
     parts = ", ".join(f"{p} ({len(n)} nodes)" for p, n in spec.partition_nodes().items())
-    console.print(f"Slurm sandbox up in {took:.1f} s: {nodes} nodes x {gpus_per_node} GPUs ({gpu_type}), "
+    console.print(f"Slurm sandbox up in {took:.1f} s: {nodes} nodes x {gpus_per_node} GPUs ({escape(gpu_type)}), "
                   f"partitions {escape(parts)}, sched/{scheduler}"
                   + (", accounting (slurmdbd on MariaDB)" if accounting else "")
                   + (", power saving" if power_saving else "")

@@ -169,3 +169,17 @@ def test_a_folder_name_with_brackets_is_printed_as_it_is(tmp_path: Path) -> None
     again = runner.invoke(app, ["rerun", str(out)])
     assert again.exit_code == 0, again.output
     assert f"reproduced{out}in{out}-rerun" in "".join(again.stdout.split())
+
+
+@pytest.mark.parametrize("damage", ["truncated", "not parquet"])
+def test_report_on_a_damaged_table_is_one_line_naming_it(tmp_path: Path, damage: str) -> None:
+    trace = tmp_path / "jobs.csv"
+    trace.write_text("id,submitted,runtime,gpus\na,0,600,1\n")
+    out = tmp_path / "run"
+    assert runner.invoke(app, _csv_run(trace, out)).exit_code == 0
+    table = out / "jobs.parquet"
+    table.write_bytes(table.read_bytes()[: table.stat().st_size // 2] if damage == "truncated" else b"id,x\n1,2\n")
+    result = runner.invoke(app, ["report", str(out)])
+    assert result.exit_code == 2
+    line = _one_error_line(result)
+    assert str(table) in "".join(line.split()) and "not a readable Parquet table" in line

@@ -20,6 +20,7 @@ import pandas as pd
 from schedlab.errors import InputError
 from schedlab.experiments.spec import TABLE_UNITS, SweepSpec, Table, load_spec
 from schedlab.experiments.sweep import CELLS, RESULTS, SPEC_COPY
+from schedlab.tables import read_parquet
 
 PAGE = "report.html"
 TABLES = "tables.md"
@@ -38,7 +39,7 @@ def write_report(run_dir: Path) -> list[Path]:
     if not results_path.is_file():
         raise InputError("no results.parquet: not a sweep directory, or no cell has finished", file=str(run_dir))
     spec = load_spec(run_dir / SPEC_COPY)
-    results = pd.read_parquet(results_path)
+    results = read_parquet(results_path)
     if results.empty:
         raise InputError("results.parquet has no rows: no cell has finished", file=str(results_path))
     tables = [(t, spec_table(results, t)) for t in spec.tables]
@@ -248,8 +249,8 @@ def _cdf_figures(run_dir: Path, results: pd.DataFrame, keys: list[str]) -> list[
         fig = new_figure((10, 3.6))
         jct_ax, queue_ax = fig.subplots(1, 2)
         for policy, cells in group.groupby("policy", sort=False):
-            jobs = pd.concat([pd.read_parquet(run_dir / CELLS / c / "jobs.parquet",
-                                              columns=["submit_s", "end_s", "queue_s", "finished"])
+            jobs = pd.concat([read_parquet(run_dir / CELLS / c / "jobs.parquet",
+                                           columns=["submit_s", "end_s", "queue_s", "finished"])
                               for c in cells["cell"]])  # fmt: skip
             done = jobs[jobs["finished"]]
             _cdf(jct_ax, (done["end_s"] - done["submit_s"]).to_numpy() / 3600, str(policy))

@@ -12,13 +12,13 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-import pyarrow.parquet as pq
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
 from schedlab.errors import InputError
 from schedlab.figures import save, titled_axes
 from schedlab.metrics.summary import read_summary, span_end_s
+from schedlab.tables import read_parquet
 
 RUN_FILES = ("jobs.parquet", "timeseries.parquet", "summary.json")
 JOB_PLOT_COLUMNS = ("submit_s", "end_s", "finished", "queue_s")
@@ -73,8 +73,8 @@ def load_run(run_dir: Path, *, label: str | None = None) -> RunData:
     for name in RUN_FILES:
         if not (run_dir / name).is_file():
             raise InputError("run file missing", file=str(run_dir / name))
-    jobs = _read_parquet(run_dir / "jobs.parquet", JOB_PLOT_COLUMNS)
-    ts = _read_parquet(run_dir / "timeseries.parquet", TS_PLOT_COLUMNS)
+    jobs = read_parquet(run_dir / "jobs.parquet", JOB_PLOT_COLUMNS)
+    ts = read_parquet(run_dir / "timeseries.parquet", TS_PLOT_COLUMNS)
     summary = read_summary(run_dir / "summary.json")
     end_s = span_end_s(ts["time_s"].to_numpy(dtype=float), jobs["end_s"].to_numpy(dtype=float)) if len(ts) else 0.0
     return RunData(label=label or str(summary.get("policy") or run_dir.name), jobs=jobs, ts=ts, end_s=end_s)
@@ -176,14 +176,6 @@ def plot_gpu_allocation(runs: Sequence[RunData]) -> Figure:
     axes.set_ylim(0, 105)
     _legend(axes)
     return figure
-
-
-def _read_parquet(path: Path, columns: Sequence[str]) -> pd.DataFrame:
-    present = set(pq.read_schema(path).names)
-    missing = [name for name in columns if name not in present]
-    if missing:
-        raise InputError(f"column(s) missing: {', '.join(missing)}", file=str(path), field=missing[0])
-    return pd.read_parquet(path, columns=list(columns))
 
 
 def _draw_cdf(axes: Axes, x: np.ndarray, y: np.ndarray, label: str) -> bool:

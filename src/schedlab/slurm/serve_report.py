@@ -6,9 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pandas as pd
-
-from schedlab.errors import InputError
+from schedlab.tables import read_parquet
 
 
 def is_serve_dir(path: Path) -> bool:
@@ -20,10 +18,7 @@ def draw(state_dir: Path) -> list[Path]:
     from schedlab import figures
 
     path = state_dir / "decisions.parquet"
-    try:
-        log = pd.read_parquet(path)
-    except (OSError, ValueError) as exc:
-        raise InputError(f"unreadable decision log ({exc})", file=str(path)) from None
+    log = read_parquet(path)
     figure, axes = figures.titled_axes("schedlab serve slurm: SiteFactor decisions")
     if len(log):
         start = log["time"].min()
@@ -34,7 +29,7 @@ def draw(state_dir: Path) -> list[Path]:
                 axes.bar((part["time"] - start) / 60.0, part["n"], width=0.4, label=label)
         power = state_dir / "power.parquet"
         if power.is_file():
-            actions = pd.read_parquet(power)
+            actions = read_parquet(power)
             for action, marker in (("POWER_DOWN_ASAP", "v"), ("POWER_UP", "^")):
                 done = actions[actions["action"] == action]
                 if len(done):

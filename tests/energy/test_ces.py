@@ -196,3 +196,19 @@ def test_ces_command_defaults_are_the_config_defaults() -> None:
     assert defaults["forecast_threshold"] == cfg.forecast_threshold
     assert defaults["boot_s"] == cfg.boot_s and defaults["cooling"] == cfg.cooling_factor
     assert defaults["buffer"] is None  # paper_buffer of the series' size
+
+
+@pytest.mark.parametrize("cells, field, shown", [
+    (("2017-10-03 00:01:00", "abc", "420"), "active", "'abc'"),
+    (("2017-10-03 00:01:00", "3", "4x"), "total", "'4x'"),
+    (("yesterday", "3", "420"), "time", "'yesterday'"),
+])  # fmt: skip
+def test_a_bad_cell_in_a_node_series_names_its_row_and_field(tmp_path, cells, field, shown) -> None:
+    from schedlab.errors import InputError
+    from schedlab.experiments.ces_replay import load_node_series
+
+    path = tmp_path / "nodes.csv"
+    path.write_text("time,active,total\n2017-10-03 00:00:00,312,420\n" + ",".join(cells) + "\n")
+    with pytest.raises(InputError) as err:
+        load_node_series(path)
+    assert (err.value.file, err.value.row, err.value.field) == (str(path), 2, field) and shown in str(err.value)

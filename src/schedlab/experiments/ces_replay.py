@@ -53,6 +53,7 @@ def load_node_series(path: Path, *, gpus_per_node: int = 8) -> pd.DataFrame:
         raise InputError("file not found", file=str(path)) from exc
     except ValueError as exc:
         raise InputError(f"cannot read a 'time' column ({exc})", file=str(path)) from exc
+    _check_cells(frame, path)
     if {"active", "total"} <= set(frame.columns):
         out = frame[["active", "total"]]
     elif {"running_gpu_num", "total_gpu_num"} <= set(frame.columns):
@@ -70,6 +71,23 @@ def load_node_series(path: Path, *, gpus_per_node: int = 8) -> pd.DataFrame:
         raise InputError("the node series needs at least two samples", file=str(path))
     step = pd.Timedelta(np.median(np.diff(out.index)))
     return out.asfreq(step, method="ffill").astype(int)  # a gap repeats the last sample
+
+
+def _check_cells(frame: pd.DataFrame, path: Path) -> None:
+    """Every time a date and every count a number (an empty cell is a missing sample), or an
+    error naming the first bad cell's row and field; the numeric columns become numbers."""
+    if not isinstance(frame.index, pd.DatetimeIndex):
+        times = pd.Series(frame.index, dtype=object)
+        bad = (pd.to_datetime(times, errors="coerce", format="mixed").isna() & times.notna()).to_numpy()
+        row = int(np.argmax(bad)) + 1 if bad.any() else 1
+        raise InputError(f"not a date: {times.iloc[row - 1]!r}", file=str(path), row=row, field="time")
+    for col in [c for c in ("active", "total", "running_gpu_num", "total_gpu_num") if c in frame.columns]:
+        values = pd.to_numeric(frame[col], errors="coerce")
+        bad = (values.isna() & frame[col].notna()).to_numpy()
+        if bad.any():
+            row = int(np.argmax(bad)) + 1
+            raise InputError(f"not a number: {frame[col].iloc[row - 1]!r}", file=str(path), row=row, field=col)
+        frame[col] = values
 
 
 @dataclass

@@ -137,14 +137,24 @@ def read_csv(
 
 
 def header(path: Path) -> list[str]:
-    """The column names of a CSV file, as written."""
+    """The column names of a CSV file, as written; a name given twice is an error (pandas
+    would read the first and call the second ``NAME.1``)."""
     _check_not_empty(path)
     try:
-        return [str(c) for c in pd.read_csv(path, nrows=0).columns]
+        columns = [str(c) for c in pd.read_csv(path, nrows=0).columns]
     except UnicodeDecodeError:
         raise InputError("the header line is not UTF-8 text", file=str(path)) from None
     except ValueError as err:  # pandas' EmptyDataError and ParserError
         raise InputError(f"not a readable CSV file: {err}", file=str(path)) from None
+    with open(path, newline="", encoding="utf-8-sig", errors="surrogateescape") as fh:
+        written = [c.strip() for c in next(csv.reader(fh), [])]
+    first: dict[str, int] = {}
+    for i, name in enumerate(written, 1):
+        if name in first:
+            raise InputError(f"the header names this column twice (columns {first[name]} and {i})", file=str(path),
+                             field=name)  # fmt: skip
+        first[name] = i
+    return columns
 
 
 def _read(path: Path, usecols: list[str] | None = None, **options: object) -> pd.DataFrame:
@@ -154,6 +164,10 @@ def _read(path: Path, usecols: list[str] | None = None, **options: object) -> pd
         frame = pd.read_csv(path, engine="pyarrow", usecols=usecols, **options)
     except (pa.ArrowInvalid, ValueError):
         frame = _read_c(path, **options)
+        names = options.get("names")
+        short = _width_error(path, len(header(path)) if names is None else len(names), has_header=names is None)
+        if short is not None:  # the C engine pads a short row with empty cells: a row that lost fields
+            raise short
         frame = frame if usecols is None else frame[usecols]
     pa.default_memory_pool().release_unused()  # the reader's cached buffers: return them before the next steps
     _check_text(frame, source=str(path))
@@ -184,16 +198,24 @@ def _read_c(path: Path, **options: object) -> pd.DataFrame:
 
 
 def _unreadable(path: Path, err: Exception, width: int, *, has_header: bool) -> InputError:
-    """The error for a CSV file the C engine cannot read, naming the first row with more than ``width`` fields."""
+    """The error for a CSV file the C engine cannot read, naming the first row whose field count is not ``width``."""
+    return _width_error(path, width, has_header=has_header) or InputError(f"not a readable CSV file: {err}",
+                                                                         file=str(path))  # fmt: skip
+
+
+def _width_error(path: Path, width: int, *, has_header: bool) -> InputError | None:
+    """The error naming the first row with more or fewer than ``width`` fields (blank lines are not rows)."""
     with open(path, newline="", encoding="utf-8", errors="surrogateescape") as fh:
         reader = csv.reader(fh)
         row = -1 if has_header else 0
         for record in reader:
-            row += bool(record)  # blank lines are not rows
-            if row > 0 and len(record) > width:
+            if not any(field.strip() for field in record):
+                continue
+            row += 1
+            if row > 0 and len(record) != width:
                 message = f"line {reader.line_num} has {len(record)} fields where {width} columns are expected"
                 return InputError(f"not a readable CSV file: {message}", file=str(path), row=row)
-    return InputError(f"not a readable CSV file: {err}", file=str(path))
+    return None
 
 
 def _check_text(frame: pd.DataFrame, *, source: str) -> None:
@@ -238,10 +260,31 @@ def datetimes(
     """Date strings as datetime64 (``fmt`` as for ``strftime``, ISO 8601 by default); blanks become NaT."""
     try:
         parsed = pd.to_datetime(values, format=fmt or "ISO8601", errors="coerce")
-    except ValueError as err:  # a bad format; bad values become NaT
+    except ValueError as err:  # a bad format, or dates in different time zones; bad values become NaT
+        _fail_mixed_zones(values, source=source, rows=rows, field=field)
         raise ConfigError(f"bad time format {fmt!r}: {err}") from None
     _fail_unparsable(values, parsed.isna().to_numpy(), source=source, rows=rows, field=field, what="a date")
     return parsed
+
+
+def _fail_mixed_zones(values: pd.Series, *, source: str, rows: np.ndarray, field: str) -> None:
+    """Raise at the first date whose time zone (or lack of one) differs from the first date's."""
+    first: tuple[object, ...] | None = None
+    for i, value in enumerate(values.to_numpy(dtype=object)):
+        try:
+            stamp = pd.Timestamp(value)
+        except (ValueError, TypeError):
+            continue
+        if pd.isna(stamp):
+            continue
+        zone = (stamp.utcoffset(),)
+        if first is None:
+            first = zone
+        elif zone != first:
+            what = f"UTC offset {zone[0]}" if zone[0] is not None else "no time zone"
+            other = f"UTC offset {first[0]}" if first[0] is not None else "no time zone"
+            raise InputError(f"a date with {what} among dates with {other}: {value!r}", file=source, row=int(rows[i]),
+                             field=field)  # fmt: skip
 
 
 def seconds_since(stamps: pd.Series) -> tuple[np.ndarray, pd.Timestamp | None]:

@@ -26,8 +26,12 @@ def is_run_dir(path: Path) -> bool:
 
 
 def check_out(out: Path, *, force: bool, option: str = "--out") -> Path:
-    """Fail before any work if ``out`` cannot become a run directory; return it absolute."""
+    """Fail before any work if ``out`` cannot become a run directory; return it absolute. A
+    symbolic link (even one whose target does not exist yet) stands for its target: the run
+    goes there and the link keeps pointing at it."""
     out = Path(out).absolute()
+    if out.is_symlink():
+        out = Path(os.path.realpath(out))
     for parent in out.parents:
         if parent.exists():
             if not parent.is_dir():
@@ -51,23 +55,28 @@ def check_out(out: Path, *, force: bool, option: str = "--out") -> Path:
 
 @contextmanager
 def staged(out: Path, *, force: bool) -> Iterator[Path]:
-    """Yield a staging directory beside ``out``; on success it replaces ``out``, else it is removed.
+    """Yield a staging directory beside ``out``; on success it replaces ``out``. On any failure,
+    the body's or the final move's (another run took ``out`` meanwhile, Ctrl-C, SIGTERM made an
+    exception by :mod:`schedlab.terminal`), the staging directory is removed and a run being
+    replaced is put back.
 
     ``force`` allows replacing an existing run directory (its old files go with it)."""
     out = check_out(out, force=force)
     out.parent.mkdir(parents=True, exist_ok=True)
     stage = Path(tempfile.mkdtemp(prefix=f".{out.name}.partial-", dir=out.parent))
-    stage.chmod(0o755)
+    old = None
     try:
+        stage.chmod(0o755)
         yield stage
+        check_out(out, force=force)
+        if out.exists():
+            old = out.parent / f".{out.name}.old-{os.getpid()}"
+            out.rename(old)
+        stage.rename(out)
     except BaseException:
         shutil.rmtree(stage, ignore_errors=True)
+        if old is not None and not out.exists():
+            old.rename(out)
         raise
-    check_out(out, force=force)
-    old = None
-    if out.exists():
-        old = out.parent / f".{out.name}.old-{os.getpid()}"
-        out.rename(old)
-    stage.rename(out)
     if old is not None:
         shutil.rmtree(old, ignore_errors=True)

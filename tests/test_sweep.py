@@ -13,6 +13,7 @@ import sys
 import time
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pytest
 from typer.testing import CliRunner
@@ -508,7 +509,7 @@ def test_the_report_renders_in_a_headless_browser(pool_sweep: Path, tmp_path: Pa
     assert dom.count("<svg") == 3  # JCT/queueing CDFs at each of the 2 loads, metrics against load
     assert "JCT by load" in dom and "FIFO JCT over SRTF JCT" in dom
     assert "against arrival_scale" in dom
-    assert "±" in dom  # two seeds: a confidence interval
+    assert re.search(r"\d \[[\d.,]+, [\d.,]+\]", dom)  # two seeds: the lowest and highest beside the mean
     shot = tmp_path / "page.png"
     subprocess.run([browser, "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
                     "--disable-component-update", "--disable-sync", "--no-first-run",
@@ -625,3 +626,17 @@ cluster = "helios-vcs@0.6"
     assert (row["cluster"], row["cluster_gpus"], row["history_jobs"], row["jobs"]) == ("helios-vcs@0.6", 48, 1, 5)
     assert row["vc_offered_load_min"] == pytest.approx(1.6 / 8)  # VC a: 1.6 GPUs of 8
     assert row["vc_offered_load_max"] == pytest.approx(24 / 40)  # VC b: 24 GPUs of 40
+
+
+def test_the_spread_is_min_max_for_few_seeds_and_a_clipped_interval_for_many() -> None:
+    from schedlab.experiments.report_html import MIN_SEEDS_FOR_CI, mean_spread, metric_range
+
+    queue = np.array([0.0, 95.5, 1.0, 0.5])  # four seeds, one far off: a t-interval would go below 0
+    assert len(queue) < MIN_SEEDS_FOR_CI
+    assert mean_spread(queue, metric_range("queue_mean_s")) == (queue.mean(), 0.0, 95.5)
+    many = np.array([0.0, 0.0, 0.0, 0.0, 0.0, 500.0])
+    mean, low, high = mean_spread(many, metric_range("jct_mean_s"))
+    assert low == 0.0 and high > mean > 0  # the interval reaches below 0 and is clipped there
+    rates = np.array([0.99, 0.2, 0.95, 0.97, 0.98, 0.99])
+    assert mean_spread(rates, metric_range("gpu_alloc_rate"))[2] == 1.0  # no allocation above 100 %
+    assert np.isnan(mean_spread(np.array([3.0]))[1])  # one seed: no spread

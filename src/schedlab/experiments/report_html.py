@@ -1,9 +1,11 @@
 """The report of a sweep directory: ``report.html`` (one self-contained page, plots as inline
 SVG) and ``tables.md`` (the spec's ``[[report.tables]]`` in Markdown).
 
-The page shows, per workload, the comparison table (mean ± 95 % confidence interval over the
-seeds, Student's t), the CDFs of JCT and queueing delay (jobs of every seed pooled) and, when
-the grid varies a load axis, each headline metric against it.
+The page shows, per workload, the comparison table (the mean over the seeds with its spread:
+the lowest and highest seed below :data:`MIN_SEEDS_FOR_CI` seeds, else the 95 % confidence
+interval, Student's t, clipped to what the metric can be), the CDFs of JCT and queueing delay
+(jobs of every seed pooled) and, when the grid varies a load axis, each headline metric against
+it, in the table's units.
 """
 
 from __future__ import annotations
@@ -147,26 +149,39 @@ def _looks_numeric(text: str) -> bool:
     return text == "-" or text.replace(",", "").replace(".", "").replace("x", "").replace("-", "").isdigit()
 
 
-# --- mean ± 95 % CI -----------------------------------------------------------------------------------
+# --- mean and spread ---------------------------------------------------------------------------------
+
+MIN_SEEDS_FOR_CI = 5  # below this, a t-interval is mostly the t quantile (12.7 for 2 seeds): show min-max
 
 
-def mean_ci(values: np.ndarray) -> tuple[float, float | None]:
-    """Mean and the half-width of its 95 % confidence interval (Student's t); None for one value."""
+def metric_range(metric: str) -> tuple[float, float]:
+    """What a compared metric can be: a rate in [0, 1], any other (times, counts) >= 0."""
+    from schedlab.metrics.catalogue import BY_KEY, Unit
+
+    return (0.0, 1.0) if BY_KEY[metric].unit is Unit.RATE else (0.0, math.inf)
+
+
+def mean_spread(values: np.ndarray, bounds: tuple[float, float] = (-math.inf, math.inf)) -> tuple[float, float, float]:
+    """Mean, low and high of the seeds' values: min and max below :data:`MIN_SEEDS_FOR_CI`
+    values, else the 95 % t-interval clipped to ``bounds``; low and high are NaN for one value."""
     from scipy import stats
 
     values = np.asarray(values, dtype=float)
     values = values[~np.isnan(values)]
     if len(values) == 0:
-        return math.nan, None
+        return math.nan, math.nan, math.nan
+    mean = float(values.mean())
     if len(values) == 1:
-        return float(values[0]), None
+        return mean, math.nan, math.nan
+    if len(values) < MIN_SEEDS_FOR_CI:
+        return mean, float(values.min()), float(values.max())
     half = stats.t.ppf(0.975, len(values) - 1) * values.std(ddof=1) / math.sqrt(len(values))
-    return float(values.mean()), float(half)
+    return mean, max(mean - half, bounds[0]), min(mean + half, bounds[1])
 
 
 def comparison(results: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
     """Rows: the cells grouped by ``keys`` (every key but the seed); columns: each compared
-    metric's mean and CI half-width over the group, and the number of seeds."""
+    metric's mean, low and high (``M``, ``M lo``, ``M hi``) over the group, and the number of seeds."""
     metrics = [m for m in COMPARED if m in results.columns and pd.api.types.is_numeric_dtype(results[m])
                and not pd.api.types.is_bool_dtype(results[m])]  # fmt: skip
     rows = []
@@ -174,9 +189,15 @@ def comparison(results: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
         row = dict(zip(keys, idx if isinstance(idx, tuple) else (idx,)))
         row["seeds"] = len(group)
         for m in metrics:
-            row[m], row[m + " ci"] = mean_ci(group[m].to_numpy())
+            row[m], row[m + " lo"], row[m + " hi"] = mean_spread(group[m].to_numpy(), metric_range(m))
         rows.append(row)
     return pd.DataFrame(rows)
+
+
+def spread_note() -> str:
+    return (f"Each value is the mean over the seeds with its spread in brackets: the lowest and highest seed "
+            f"below {MIN_SEEDS_FOR_CI} seeds, else the 95 % confidence interval (Student's t) clipped to what "
+            "the metric can be (no negative time, no rate above 100 %); none for one seed.")
 
 
 # --- the page ----------------------------------------------------------------------------------------
@@ -190,8 +211,7 @@ def _page(run_dir: Path, spec: SweepSpec, results: pd.DataFrame, tables) -> str:
         parts.append(f"<p>{_e(spec.description)}</p>")
     seeds = sorted(results["seed"].unique())
     parts.append(f"<p>{len(results)} finished cells; seeds {', '.join(map(str, seeds))}; "
-                 f"axes: {_e(', '.join(axes) or 'none')}. Means with 95 % confidence intervals over the seeds "
-                 "(Student's t; none for a single seed).</p>")  # fmt: skip
+                 f"axes: {_e(', '.join(axes) or 'none')}. {_e(spread_note())}</p>")  # fmt: skip
     for table, frame in tables:
         parts.append(f"<h2>{_e(table.title)}</h2>" + _html_table(frame, "spec-table"))
     compared = comparison(results, keys)
@@ -210,31 +230,40 @@ def _page(run_dir: Path, spec: SweepSpec, results: pd.DataFrame, tables) -> str:
 
 
 def _comparison_html(rows: pd.DataFrame) -> str:
-    from schedlab.metrics.catalogue import BY_KEY, Unit
+    from schedlab.metrics.catalogue import BY_KEY
 
-    keys = [c for c in rows.columns if c != "seeds" and not c.endswith(" ci") and c not in COMPARED]
+    keys = [c for c in rows.columns if c != "seeds" and not c.endswith((" lo", " hi")) and c not in COMPARED]
     metrics = [c for c in COMPARED if c in rows.columns]
     head = "".join(f"<th>{_e(k)}</th>" for k in keys) + "<th>seeds</th>"
     scales = {}
     for m in metrics:
-        unit, scale = "", 1.0
-        if BY_KEY[m].unit is Unit.SECONDS:
-            unit, scale = _time_unit(np.nanmax(np.abs(rows[m].to_numpy(dtype=float))) if rows[m].notna().any() else 0)
-        elif BY_KEY[m].unit is Unit.RATE:
-            unit, scale = "%", 0.01
+        unit, scale = display_unit(rows, m)
         scales[m] = scale
         head += f"<th>{_e(BY_KEY[m].label)}{f' ({unit})' if unit else ''}</th>"
     body = []
     for _, row in rows.iterrows():
         cells = "".join(f"<td class='key'>{_e(_plain(row[k]))}</td>" for k in keys) + f"<td>{row['seeds']}</td>"
         for m in metrics:
-            mean, half = row[m], row[m + " ci"]
+            mean, low, high = row[m], row[m + " lo"], row[m + " hi"]
             text = "-" if pd.isna(mean) else _num(mean / scales[m])
-            if not pd.isna(mean) and half is not None and not pd.isna(half):
-                text += f" ± {_num(half / scales[m])}"
+            if not (pd.isna(mean) or pd.isna(low)):
+                text += f" [{_num(low / scales[m])}, {_num(high / scales[m])}]"
             cells += f"<td>{text}</td>"
         body.append(f"<tr>{cells}</tr>")
     return f"<table class='comparison'><tr>{head}</tr>{''.join(body)}</table>"
+
+
+def display_unit(rows: pd.DataFrame, metric: str) -> tuple[str, float]:
+    """The unit a metric is shown in, table and plot alike, and the divisor into it: times in
+    s, min, h or d by the largest value, rates in %."""
+    from schedlab.metrics.catalogue import BY_KEY, Unit
+
+    if BY_KEY[metric].unit is Unit.SECONDS:
+        values = rows[metric].to_numpy(dtype=float)
+        return _time_unit(float(np.nanmax(np.abs(values))) if np.isfinite(values).any() else 0.0)
+    if BY_KEY[metric].unit is Unit.RATE:
+        return "%", 0.01
+    return "", 1.0
 
 
 def _cdf_figures(run_dir: Path, results: pd.DataFrame, keys: list[str]) -> list[str]:
@@ -276,7 +305,7 @@ def _cdf(ax, values: np.ndarray, label: str) -> None:
 
 def _against_load(rows: pd.DataFrame, axis: str, others: list[str]) -> str:
     """Each headline metric against the load axis: a line per policy (and other axis values),
-    error bars the 95 % CI."""
+    error bars the spread of the table, in the table's units."""
     from schedlab.figures import grid, new_figure
     from schedlab.metrics.catalogue import BY_KEY
 
@@ -285,17 +314,20 @@ def _against_load(rows: pd.DataFrame, axis: str, others: list[str]) -> str:
     lines = math.ceil(len(metrics) / columns)
     fig = new_figure((10, 3.4 * lines))
     axs = [list(fig.subplots(lines, columns, squeeze=False).flat)]
+    units = {m: display_unit(rows, m) for m in metrics}
     for (label, line) in rows.groupby(["policy", *others], sort=False, dropna=False):
         name = " ".join(_plain(v) for v in (label if isinstance(label, tuple) else (label,)))
         line = line.sort_values(axis)
         for ax, m in zip(axs[0], metrics):
-            scale = 3600.0 if m.endswith("_s") else 1.0
-            errors = line[m + " ci"].astype(float).fillna(0).to_numpy() / scale
-            ax.errorbar(line[axis].astype(float), line[m].astype(float) / scale, yerr=errors, marker="o",
+            scale = units[m][1]
+            mean = line[m].to_numpy(dtype=float)
+            low = np.nan_to_num(mean - line[m + " lo"].to_numpy(dtype=float))
+            high = np.nan_to_num(line[m + " hi"].to_numpy(dtype=float) - mean)
+            ax.errorbar(line[axis].astype(float), mean / scale, yerr=[low / scale, high / scale], marker="o",
                         capsize=3, label=name)  # fmt: skip
     for ax, m in zip(axs[0], metrics):
         ax.set_xlabel(axis)
-        ax.set_ylabel(BY_KEY[m].label + (" (h)" if m.endswith("_s") else ""))
+        ax.set_ylabel(BY_KEY[m].label + (f" ({units[m][0]})" if units[m][0] else ""))
         grid(ax)
     axs[0][0].legend(fontsize=8)
     return f"<h3>against {_e(axis)}</h3><figure class='load'>{_svg(fig)}</figure>"

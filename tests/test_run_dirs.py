@@ -183,3 +183,29 @@ def test_report_on_a_damaged_table_is_one_line_naming_it(tmp_path: Path, damage:
     assert result.exit_code == 2
     line = _one_error_line(result)
     assert str(table) in "".join(line.split()) and "not a readable Parquet table" in line
+
+
+@pytest.mark.parametrize("args, hint", [
+    (["-p", "tiresas"], "unknown policy 'tiresas' (did you mean 'tiresias'?)"),
+    (["--placer", "bestfit"], "unknown placer 'bestfit' (did you mean 'best-fit'?)"),
+    (["--cluster", "vnus"], "unknown cluster 'vnus' (did you mean 'venus'?)"),
+])  # fmt: skip
+def test_a_typo_in_a_name_gets_a_suggestion(tmp_path: Path, args: list[str], hint: str) -> None:
+    result = runner.invoke(app, ["simulate", "--synthetic", "simple", "--jobs", "10", *args, "--out",
+                                 str(tmp_path / "run"), "--no-progress"])  # fmt: skip
+    assert result.exit_code == 2
+    assert hint in _one_error_line(result)
+
+
+def test_every_help_page_fits_80_columns(monkeypatch) -> None:
+    # click's plain layout at 80 columns: no line longer, no rich markup or escapes left in the text
+    monkeypatch.setenv("COLUMNS", "80")
+    pages = [[], ["simulate"], ["compare"], ["rerun"], ["report"], ["characterize"], ["policies"], ["clusters"],
+             ["ces"], ["forecast"], ["sweep"], ["traces"], ["traces", "inspect"], ["slurm"], ["slurm", "up"],
+             ["slurm", "replay"], ["serve", "slurm"]]  # fmt: skip
+    for page in pages:
+        result = runner.invoke(app, [*page, "--help"], terminal_width=80)
+        assert result.exit_code == 0, page
+        lines = result.stdout.splitlines()
+        assert max(len(line) for line in lines) <= 80, (page, max(lines, key=len))
+        assert not any(mark in result.stdout for mark in ("\\[", "[/", "<bool>")), page

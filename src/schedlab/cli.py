@@ -20,8 +20,8 @@ from rich.markup import escape
 from rich.table import Table
 
 from schedlab.cli_slurm import serve_app, slurm_app
-from schedlab.errors import ConfigError
-from schedlab.terminal import EXIT_INTERRUPTED, EXIT_TERMINATED, BoundaryGroup, RunBars, Terminated, error_line
+from schedlab.errors import ConfigError, did_you_mean
+from schedlab.terminal import EXIT_INTERRUPTED, EXIT_TERMINATED, BoundaryGroup, HelpGroup, RunBars, Terminated, error_line
 
 if TYPE_CHECKING:
     from schedlab.experiments.run import RunSpec, WorkloadSpec
@@ -31,16 +31,18 @@ app = typer.Typer(
     help=(
         "schedlab: simulate and compare GPU-cluster schedulers for deep-learning jobs.\n\n"
         "Quick start:\n\n"
-        "  schedlab simulate --synthetic venus --jobs 5000 --policy fifo --out runs/fifo\n\n"
-        "  schedlab compare --synthetic venus --jobs 5000 --policy fifo --policy sjf --policy srtf --out runs/cmp\n\n"
+        "  schedlab simulate --synthetic venus --jobs 5000 -p fifo --out runs/fifo\n\n"
+        "  schedlab compare --synthetic venus --jobs 5000 -p fifo -p sjf -p srtf \\\n      --out runs/cmp\n\n"
         "  schedlab report runs/cmp"
     ),
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
+    rich_markup_mode=None,  # click's plain help: readable at 80 columns
     cls=BoundaryGroup,
 )
-traces_app = typer.Typer(help="List trace formats and synthetic profiles; inspect a trace file.", no_args_is_help=True)
+traces_app = typer.Typer(help="List trace formats and synthetic profiles; inspect a trace file.", no_args_is_help=True,
+                         rich_markup_mode=None, cls=HelpGroup)
 app.add_typer(traces_app, name="traces")
 app.add_typer(slurm_app, name="slurm")
 app.add_typer(serve_app, name="serve")
@@ -53,7 +55,7 @@ SyntheticOpt = Annotated[Optional[str], typer.Option("--synthetic", help="Synthe
 JobsOpt = Annotated[int, typer.Option("--jobs", "-n", min=1, help="Number of synthetic jobs.")]
 RunJobsOpt = Annotated[Optional[int], typer.Option("--jobs", "-n", min=1, help="Number of synthetic jobs (default: the profile's, 2000; hadar 480).")]
 LoadOpt = Annotated[Optional[float], typer.Option("--load", min=0.01, help="Offered load of a synthetic trace (default: profile's).")]
-ClusterOpt = Annotated[Optional[str], typer.Option("--cluster", "-c", help="Preset (see `schedlab clusters`), uniform:NxG, helios:PATH\\[@DATE], gfs:PATH, helios-vcs\\[@LOAD] (each VC sized to its jobs' demand). Default for synthetic traces: the profile's cluster.")]
+ClusterOpt = Annotated[Optional[str], typer.Option("--cluster", "-c", help="Preset (see `schedlab clusters`), uniform:NxG[:TYPE], helios:PATH[@DATE], gfs:PATH, helios-vcs[@LOAD] (each VC sized to its jobs' demand). Default for synthetic traces: the profile's cluster.")]
 PlacerOpt = Annotated[Optional[str], typer.Option("--placer", help="consolidate, best-fit, first-fit or random (default: the policy's).")]
 WindowOpt = Annotated[Optional[str], typer.Option("--window", help="Keep jobs submitted in START:END hours from the trace start.")]
 SampleOpt = Annotated[Optional[int], typer.Option("--sample", min=1, help="Keep a random sample of N jobs.")]
@@ -298,8 +300,9 @@ def simulate(
 
       schedlab simulate --synthetic venus --jobs 20000 --policy sjf --out runs/sjf
 
-      schedlab simulate --trace ../shared/data/chronus/trace_job_Philly_MIX2.csv --format philly --time-unit min
-      --cluster philly --tenant-prefix vc_ --policy tiresias --out runs/tiresias
+      schedlab simulate --trace ../shared/data/chronus/trace_job_Philly_MIX2.csv \\
+          --format philly --time-unit min --cluster philly --tenant-prefix vc_ \\
+          --policy tiresias --out runs/tiresias
     """
     from schedlab.experiments.outdir import check_out
     from schedlab.experiments.run import check_names, simulate_run
@@ -352,7 +355,8 @@ def compare(
 
     Example:
 
-      schedlab compare --synthetic philly --jobs 20000 -p fifo -p sjf -p srtf -p tiresias --out runs/cmp
+      schedlab compare --synthetic philly --jobs 20000 -p fifo -p sjf -p srtf \\
+          -p tiresias --out runs/cmp
     """
     from schedlab.experiments.outdir import check_out
     from schedlab.experiments.run import check_names, compare_runs
@@ -478,7 +482,7 @@ def characterize(
     synthetic: SyntheticOpt = None,
     jobs: JobsOpt = 10000,
     seed: TraceSeedOpt = 0,
-    cluster: Annotated[Optional[str], typer.Option("--cluster", "-c", help="Show utilisation relative to this cluster's GPUs (and each VC's): a preset, uniform:NxG, helios:PATH\\[@DATE], gfs:PATH.")] = None,
+    cluster: Annotated[Optional[str], typer.Option("--cluster", "-c", help="Show utilisation relative to this cluster's GPUs (and each VC's): a preset, uniform:NxG, helios:PATH[@DATE], gfs:PATH.")] = None,
     window: WindowOpt = None,
     sample: SampleOpt = None,
     mapping: MapOpt = None,
@@ -495,9 +499,11 @@ def characterize(
 
     Examples:
 
-      schedlab characterize --trace philly.csv --format pollux-philly --out char/philly
+      schedlab characterize --trace philly.csv --format pollux-philly \\
+          --out char/philly
 
-      schedlab characterize --synthetic venus --jobs 50000 --cluster venus --out char/venus
+      schedlab characterize --synthetic venus --jobs 50000 --cluster venus \\
+          --out char/venus
     """
     from schedlab.analysis.characterize import characterize as run_characterize
     from schedlab.cluster.presets import load_cluster
@@ -527,7 +533,7 @@ def policies(
 
       schedlab policies
 
-      schedlab policies tiresias      # then: schedlab simulate ... --policy tiresias --param promote_knob=4
+      schedlab policies tiresias   # then: --param promote_knob=4
     """
     from schedlab.policies.common.placers import PLACERS
     from schedlab.policies.params import describe
@@ -536,7 +542,8 @@ def policies(
     if name is not None:
         info = POLICIES.get(name)
         if info is None:
-            raise ConfigError(f"unknown policy '{name}'; choose one of {', '.join(POLICIES)}")
+            raise ConfigError(f"unknown policy '{name}'{did_you_mean(name, POLICIES)}; "
+                              f"choose one of {', '.join(POLICIES)}")
         console.print(f"[bold]{name}[/]: {info.summary} (default placer: {info.default_placer})", highlight=False)
         if info.params is None:
             console.print("no parameters")
@@ -605,7 +612,9 @@ def ces_replay(
 
     Example:
 
-      schedlab ces --series ../shared/data/helios-artifact/philly_node_sequence.csv --out runs/ces-philly
+      schedlab ces \\
+          --series ../shared/data/helios-artifact/philly_node_sequence.csv \\
+          --out runs/ces-philly
     """
     from schedlab.energy.ces import CESConfig
     from schedlab.experiments.ces_replay import run_replay
@@ -761,9 +770,11 @@ def traces_inspect(
 
     Examples:
 
-      schedlab traces inspect ../shared/data/chronus/trace_job_Philly_MIX2.csv --format philly --time-unit min
+      schedlab traces inspect ../shared/data/chronus/trace_job_Philly_MIX2.csv \\
+          --format philly --time-unit min
 
-      schedlab traces inspect jobs.csv --format csv --map submit_s=submitted --map duration_s=runtime --time-unit min
+      schedlab traces inspect jobs.csv --format csv --map submit_s=submitted \\
+          --map duration_s=runtime --time-unit min
     """
     from schedlab.workload.inspect import describe, render_description
 

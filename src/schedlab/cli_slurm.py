@@ -13,20 +13,23 @@ from rich.markup import escape
 from rich.table import Table
 
 from schedlab.errors import ConfigError
+from schedlab.terminal import HelpGroup
 
 slurm_app = typer.Typer(
     help=(
         "A real Slurm on this machine: start a sandbox of fake GPU nodes, replay a trace on it and "
         "compare with the simulator.\n\n"
         "Needs Slurm from Debian's packages (root):\n\n"
-        "  apt-get install -y --no-install-recommends slurmctld slurmd slurm-client munge\n\n"
+        "  apt-get install -y --no-install-recommends \\\n      slurmctld slurmd slurm-client munge\n\n"
         "  (with --accounting also: slurmdbd mariadb-server)\n\n"
         "Example:\n\n"
         "  schedlab slurm up --nodes 16 --accounting\n\n"
-        "  schedlab slurm replay --synthetic simple --jobs 150 --speedup 1000 --out runs/replay\n\n"
+        "  schedlab slurm replay --synthetic simple --jobs 150 --speedup 1000 \\\n      --out runs/replay\n\n"
         "  schedlab slurm down"
     ),
     no_args_is_help=True,
+    rich_markup_mode=None,
+    cls=HelpGroup,
 )
 console = Console()
 err_console = Console(stderr=True)
@@ -57,7 +60,8 @@ def up(
 
       schedlab slurm up --nodes 16 --partitions vc1:8,vc2:8 --scheduler builtin
 
-      schedlab slurm up --nodes 4 --sched-params bf_interval=5 --conf PriorityWeightAge=1000
+      schedlab slurm up --nodes 4 --sched-params bf_interval=5 \\
+          --conf PriorityWeightAge=1000
 
       schedlab slurm up --nodes 8 --power-saving --conf ResumeTimeout=60
     """
@@ -176,9 +180,13 @@ def replay(
 
     Examples:
 
-      schedlab slurm replay --synthetic simple --jobs 150 --speedup 1000 --out runs/replay
+      schedlab slurm replay --synthetic simple --jobs 150 --speedup 1000 \\
+          --out runs/replay
 
-      schedlab slurm replay --trace ../shared/data/chronus/trace_job_Philly_MIX2.csv --format philly --time-unit min --window 24:48 --sample 500 --speedup 1000 --out runs/replay-philly
+      schedlab slurm replay \\
+          --trace ../shared/data/chronus/trace_job_Philly_MIX2.csv \\
+          --format philly --time-unit min --window 24:48 --sample 500 \\
+          --speedup 1000 --out runs/replay-philly
     """
     from schedlab.experiments.outdir import staged
     from schedlab.experiments.run import WorkloadSpec, parse_window
@@ -250,7 +258,8 @@ def restart(
     console.print(f"restarted {escape(daemon)}: not serving for {took:.1f} s")
 
 
-serve_app = typer.Typer(help="Services that act on a real cluster with schedlab's policies.", no_args_is_help=True)
+serve_app = typer.Typer(help="Services that act on a real cluster with schedlab's policies.", no_args_is_help=True,
+                        rich_markup_mode=None, cls=HelpGroup)
 
 
 @serve_app.command("slurm")
@@ -273,7 +282,7 @@ def serve_slurm(
 
     Examples:
 
-      schedlab serve slurm --dir slurm-sandbox --policy sjf              # dry run
+      schedlab serve slurm --dir slurm-sandbox --policy sjf           # dry run
 
       schedlab serve slurm --dir slurm-sandbox --policy qssf --apply
     """

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import difflib
+from collections.abc import Iterable
+
 
 class SchedlabError(Exception):
     """Base class of every error schedlab raises deliberately."""
@@ -45,3 +48,9 @@ class ActionError(SchedlabError):
         self.job_id = job_id
         who = f"policy '{policy}'" + (f", job '{job_id}'" if job_id is not None else "")
         super().__init__(f"{who}: {message}")
+
+
+def did_you_mean(name: str, choices: Iterable[str]) -> str:
+    """`` (did you mean 'X'?)`` for the closest of ``choices`` to a mistyped ``name``, else ''."""
+    close = difflib.get_close_matches(name, list(choices), n=1, cutoff=0.6)
+    return f" (did you mean '{close[0]}'?)" if close else ""

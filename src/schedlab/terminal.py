@@ -7,11 +7,13 @@ is a bug in schedlab and shows its traceback with a line asking to report it.
 
 from __future__ import annotations
 
+import inspect
 import signal
 import threading
 import traceback
 from typing import TYPE_CHECKING
 
+import click
 import typer
 from rich.console import Console
 from rich.markup import escape
@@ -34,7 +36,40 @@ def error_line(console: Console, message: str) -> None:
     console.print(f"[bold red]error:[/] {escape(message)}", highlight=False, soft_wrap=True)
 
 
-class BoundaryGroup(TyperGroup):
+def keep_indented(text: str) -> str:
+    """Help text whose indented paragraphs (examples, commands to type) are kept line by line
+    instead of rewrapped, by click's ``\\b`` marker."""
+    paragraphs = inspect.cleandoc(text).split("\n\n")
+    kept = [f"\b\n{p}" if p.strip() and all(line.startswith(" ") for line in p.splitlines() if line.strip())
+            else p for p in paragraphs]  # fmt: skip
+    return "\n\n".join(kept)
+
+
+class HelpGroup(TyperGroup):
+    """A command group whose help reads well in 80 columns: click's plain layout, examples kept
+    line by line, and each command listed with its whole first paragraph (not cut at 45 characters)."""
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        if self.help:
+            self.help = keep_indented(self.help)
+        for command in self.commands.values():
+            if command.help and not isinstance(command, HelpGroup):
+                command.help = keep_indented(command.help)
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        rows = []
+        for name in self.list_commands(ctx):
+            command = self.get_command(ctx, name)
+            if command is not None and not command.hidden:
+                first = (command.short_help or command.help or "").replace("\b\n", "").split("\n\n")[0]
+                rows.append((name, " ".join(first.split())))
+        if rows:
+            with formatter.section("Commands"):
+                formatter.write_dl(rows)
+
+
+class BoundaryGroup(HelpGroup):
     """The command group with the error boundary around every subcommand."""
 
     def invoke(self, ctx: typer.Context):

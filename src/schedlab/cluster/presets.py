@@ -13,7 +13,7 @@ import numpy as np
 import pandas as pd
 
 from schedlab.cluster.spec import GPU_CATALOG, ClusterSpec, NodeSpec, TenantSpec, gpu_type
-from schedlab.errors import ConfigError, InputError
+from schedlab.errors import ConfigError, InputError, did_you_mean
 from schedlab.workload.schema import shown
 from schedlab.workload.synthetic import GFS_A100_GPU
 
@@ -219,6 +219,6 @@ def load_cluster(spec: str) -> ClusterSpec:
     if spec.partition("@")[0] == "helios-vcs":
         raise ConfigError(f"cluster '{spec}' is sized to the jobs of a run: use it with simulate or compare")
     raise ConfigError(
-        f"unknown cluster '{spec}'. Presets: {', '.join(PRESETS)}; or uniform:NxG[:TYPE], "
+        f"unknown cluster '{spec}'{did_you_mean(spec, PRESETS)}. Presets: {', '.join(PRESETS)}; or uniform:NxG[:TYPE], "
         "helios:PATH[@DATE], gfs:PATH, helios-vcs[@LOAD] (VCs sized to the run's jobs)"
     )

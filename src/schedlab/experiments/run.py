@@ -24,7 +24,7 @@ import numpy as np
 from schedlab.cluster.presets import load_cluster
 from schedlab.cluster.sizing import is_sized, sized_cluster
 from schedlab.cluster.spec import ClusterSpec
-from schedlab.errors import ConfigError, SchedlabError
+from schedlab.errors import ConfigError, SchedlabError, did_you_mean
 from schedlab.metrics import summarize, write_summary
 from schedlab.metrics.fairness import check_shares
 from schedlab.policies.params import as_dict
@@ -133,9 +133,10 @@ def check_names(policies: list[str], profile: str | None) -> None:
     """Fail early, before any work, on an unknown policy or profile."""
     for p in policies:
         if p not in POLICIES:
-            raise ConfigError(f"unknown policy '{p}'; choose one of {', '.join(POLICIES)}")
+            raise ConfigError(f"unknown policy '{p}'{did_you_mean(p, POLICIES)}; choose one of {', '.join(POLICIES)}")
     if profile is not None and profile not in PROFILES:
-        raise ConfigError(f"unknown synthetic profile '{profile}'; choose one of {', '.join(PROFILES)}")
+        raise ConfigError(f"unknown synthetic profile '{profile}'{did_you_mean(profile, PROFILES)}; "
+                          f"choose one of {', '.join(PROFILES)}")
 
 
 @dataclass

@@ -23,7 +23,7 @@ from typing import Any
 
 import pandas as pd
 
-from schedlab.errors import ConfigError
+from schedlab.errors import ConfigError, did_you_mean
 from schedlab.sim.engine import SimConfig
 
 # Workload keys that may be a list (an axis of the grid), and the type each value must have.
@@ -202,7 +202,8 @@ def _workload_axes(name: str, w: Any, default_cluster: str | None) -> tuple[dict
         from schedlab.workload.synthetic import PROFILES
 
         if synthetic not in PROFILES:
-            raise _KeyError(at + "synthetic", f"unknown profile '{synthetic}'; choose one of {', '.join(PROFILES)}")
+            raise _KeyError(at + "synthetic", f"unknown profile '{synthetic}'{did_you_mean(synthetic, PROFILES)}; "
+                                                   f"choose one of {', '.join(PROFILES)}")
         fixed["synthetic"] = synthetic
         for key in ("format", "time_unit", "columns", "skip"):
             if key in w:
@@ -259,7 +260,8 @@ def _policy_axes(name: str, p: Any) -> tuple[dict[str, Any], dict[str, list]]:
     policy = _get(p, "policy", name, _str, at)
     if policy not in POLICIES:
         raise _KeyError(at + "policy" if "policy" in p else at[:-1],
-                        f"unknown policy '{policy}'; choose one of {', '.join(POLICIES)}")  # fmt: skip
+                        f"unknown policy '{policy}'{did_you_mean(policy, POLICIES)}; "
+                        f"choose one of {', '.join(POLICIES)}")  # fmt: skip
     placer = _get(p, "placer", None, _str, at)
     if placer is not None:
         from schedlab.policies.common.placers import PLACERS

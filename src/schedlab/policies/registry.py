@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from schedlab.errors import ConfigError
+from schedlab.errors import ConfigError, did_you_mean
 from schedlab.policies.castor.build import CastorParams, castor_builder, ssf
 from schedlab.policies.classic import orders
 from schedlab.policies.classic.tiresias import Tiresias, TiresiasParams
@@ -214,8 +214,8 @@ def make_policy(
     parameters set from ``options.params``."""
     info = POLICIES.get(name)
     if info is None:
-        raise ConfigError(f"unknown policy '{name}'; choose one of {', '.join(POLICIES)}")
+        raise ConfigError(f"unknown policy '{name}'{did_you_mean(name, POLICIES)}; choose one of {', '.join(POLICIES)}")
     if placer is not None and placer not in PLACERS:
-        raise ConfigError(f"unknown placer '{placer}'; choose one of {', '.join(PLACERS)}")
+        raise ConfigError(f"unknown placer '{placer}'{did_you_mean(placer, PLACERS)}; choose one of {', '.join(PLACERS)}")
     options = options or PolicyOptions()
     return info.build(make_placer(placer or info.default_placer, rng), info.parse(options.params), options)

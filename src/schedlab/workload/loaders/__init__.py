@@ -16,7 +16,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
-from schedlab.errors import ConfigError, InputError
+from schedlab.errors import ConfigError, InputError, did_you_mean
 from schedlab.workload.loaders.elasticflow import load_elasticflow
 from schedlab.workload.loaders.generic import load_csv
 from schedlab.workload.loaders.gfs import load_gfs
@@ -76,7 +76,7 @@ def load_trace(path: str | Path, fmt: str, **options: Any) -> Workload:
     """Load the trace at ``path`` in format ``fmt`` (a key of :data:`LOADERS`)."""
     info = LOADERS.get(fmt)
     if info is None:
-        raise ConfigError(f"unknown trace format {fmt!r}; known formats: {', '.join(LOADERS)}")
+        raise ConfigError(f"unknown trace format {fmt!r}{did_you_mean(fmt, LOADERS)}; known formats: {', '.join(LOADERS)}")
     unknown = sorted(set(options) - set(info.options))
     if unknown:
         accepted = ", ".join(info.options) or "none"

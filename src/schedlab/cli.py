@@ -52,7 +52,6 @@ err_console = Console(stderr=True)
 TraceOpt = Annotated[Optional[Path], typer.Option("--trace", help="Trace file (or folder, for pai).")]
 FormatOpt = Annotated[Optional[str], typer.Option("--format", "-f", help="Trace format: see `schedlab traces list`.")]
 SyntheticOpt = Annotated[Optional[str], typer.Option("--synthetic", help="Synthetic profile: venus, philly, gfs, gfs-a100, simple, hadar.")]
-JobsOpt = Annotated[int, typer.Option("--jobs", "-n", min=1, help="Number of synthetic jobs.")]
 RunJobsOpt = Annotated[Optional[int], typer.Option("--jobs", "-n", min=1, help="Number of synthetic jobs (default: the profile's, 2000; hadar 480).")]
 LoadOpt = Annotated[Optional[float], typer.Option("--load", min=0.01, help="Offered load of a synthetic trace (default: profile's).")]
 ClusterOpt = Annotated[Optional[str], typer.Option("--cluster", "-c", help="Preset (see `schedlab clusters`), uniform:NxG[:TYPE], helios:PATH[@DATE], gfs:PATH, helios-vcs[@LOAD] (each VC sized to its jobs' demand). Default for synthetic traces: the profile's cluster.")]
@@ -342,7 +341,7 @@ def compare(
     ctx: typer.Context,
     policy: Annotated[list[str], typer.Option("--policy", "-p", help="A policy; repeat for several.")],
     out: Annotated[Optional[Path], typer.Option("--out", "-o", help="Output directory, one subfolder per policy (refused if a run is there, unless --force); without it the runs go to a temporary folder and only the comparison is shown.")] = None,
-    processes: Annotated[int, typer.Option("--processes", "-j", min=0, help="Worker processes (default: cores).")] = 0,
+    processes: Annotated[int, typer.Option("--workers", "--processes", "-j", min=0, help="Policies run at once, one process each (default: cores); as sweep's --workers.")] = 0,
     force: ForceOpt = False,
     progress: ProgressOpt = True,
     run: _RunOptions = None,
@@ -446,7 +445,7 @@ def _version() -> str:
 def report(run_dir: Annotated[Path, typer.Argument(help="A run directory, a compare directory, a sweep directory or a `schedlab serve slurm` state directory.")]) -> None:
     """Draw PNG plots (JCT and queueing CDFs, queue length and GPU allocation over time) into a run directory.
 
-    For a sweep directory: DIR/report.html (comparison tables with mean ± 95 % CI over seeds,
+    For a sweep directory: DIR/report.html (comparison tables with the mean and spread over seeds,
     JCT and queueing CDFs, metrics against load) and DIR/tables.md (the spec's tables).
 
     Examples:
@@ -480,7 +479,7 @@ def characterize(
     trace: TraceOpt = None,
     fmt: FormatOpt = None,
     synthetic: SyntheticOpt = None,
-    jobs: JobsOpt = 10000,
+    jobs: Annotated[int, typer.Option("--jobs", "-n", min=1, help="Number of synthetic jobs (default 10000, more than simulate's: the distributions need them).")] = 10000,
     seed: TraceSeedOpt = 0,
     cluster: Annotated[Optional[str], typer.Option("--cluster", "-c", help="Show utilisation relative to this cluster's GPUs (and each VC's): a preset, uniform:NxG, helios:PATH[@DATE], gfs:PATH.")] = None,
     window: WindowOpt = None,
@@ -664,7 +663,7 @@ def forecast(
     synthetic: SyntheticOpt = None,
     series: Annotated[Optional[Path], typer.Option("--series", help="Demand CSV with columns time, org, gpus.")] = None,
     vc_sequences: Annotated[Optional[Path], typer.Option("--vc-sequences", help="Folder of Helios per-minute VC states (<vc>/cluster_sequence_vc.csv), one organisation per VC.")] = None,
-    jobs: JobsOpt = 150000,
+    jobs: Annotated[int, typer.Option("--jobs", "-n", min=1, help="Number of synthetic jobs (default 150000: about 55 days of gfs arrivals, the history the forecasters need).")] = 150000,
     seed: ForecastSeedOpt = 0,
     seeds: Annotated[int, typer.Option("--seeds", min=1, help="Repeat for seeds SEED .. SEED+N-1 (a new synthetic trace and new training per seed) and report mean ± std.")] = 1,
     all_classes: Annotated[bool, typer.Option("--all-classes", help="Count every priority class, not only hp.")] = False,

@@ -231,6 +231,10 @@ def measure(scheduler: str, base_dir: Path, history_path: Path, args: argparse.N
     sim_served, report = ag.simulate_served(served, conf, policy="qssf", interval_s=args.interval,
                                             first_s=first_cycle(base_dir / "qssf-state", t0, args.interval),
                                             epoch_s=t0, history=history, seed=args.seed)  # fmt: skip
+    with sqlite3.connect(base_dir / "qssf-state" / "serve.db") as con:
+        real_cycles = int(con.execute("SELECT value FROM meta WHERE key = 'cycle'").fetchone()[0])
+        writes = con.execute("SELECT COUNT(*) FROM decisions WHERE applied = 1").fetchone()[0]
+    report["real_service_cycles"], report["real_site_factor_writes"] = real_cycles, writes
     row = {"scheduler": scheduler, "real_base": means(base), "real_served": means(served),
            "sim_base": means(base, sim_base), "sim_served": means(served, sim_served), "sim_report": report}  # fmt: skip
     if (base_dir / "ces").is_dir():
@@ -257,6 +261,13 @@ def markdown(rows: list[dict], args: argparse.Namespace) -> str:
             lines.append(f"| sched/{r['scheduler']} | {label} | {r['real_base'][key]:.1f} | {r['real_served'][key]:.1f} "
                          f"| {real:+.1%} | {r['sim_base'][key]:.1f} | {r['sim_served'][key]:.1f} | {sim:+.1%} "
                          f"| {real / sim if sim else float('nan'):.2f} |")  # fmt: skip
+    counts = "; ".join(
+        f"sched/{r['scheduler']}: {r['sim_report']['real_service_cycles']} cycles writing "
+        f"{r['sim_report']['real_site_factor_writes']} SiteFactors (simulated: {r['sim_report']['service_cycles']} "
+        f"and {r['sim_report']['service_site_factor_writes']})"
+        for r in rows
+    )
+    lines.append(f"\nThe service from its own store (start to stop; the simulated one from the first submission to the last start): {counts}.")
     ces_rows = [r for r in rows if "ces" in r]
     ces_text = ""
     if ces_rows:

@@ -267,7 +267,8 @@ def markdown(rows: list[dict], args: argparse.Namespace) -> str:
         f"and {r['sim_report']['service_site_factor_writes']})"
         for r in rows
     )
-    lines.append(f"\nThe service from its own store (start to stop; the simulated one from the first submission to the last start): {counts}.")
+    lines.append(f"\nThe service from its own store (start to stop; the simulated one from the first submission "
+                 f"to the last start): {counts}.")
     ces_rows = [r for r in rows if "ces" in r]
     ces_text = ""
     if ces_rows:

@@ -4,8 +4,9 @@ Each job becomes ``sbatch --wrap "sleep D/K"`` submitted K times faster than the
 (``submit / K`` after the start), with ``--gres=gpu:G`` per node and ``-N`` nodes, its tenant
 as partition (or as account when the sandbox has no such partition), a time limit (see
 :func:`time_limit_min`) and as job name the trace's (its model where the trace names only
-that, as the Tiresias/Chronus CSVs; else ``r<row>``), which a service ranking the queue reads. What Slurm really did is read back from ``sacct`` (with accounting)
-or ``squeue`` (without: the sandbox keeps ended jobs for ``MinJobAge``).
+that, as the Tiresias/Chronus CSVs; else ``r<row>``), which a service ranking the queue reads.
+What Slurm really did is read back from ``sacct`` (with accounting) or ``squeue`` (without:
+the sandbox keeps ended jobs for ``MinJobAge``).
 
 Times in ``replay.parquet`` are real seconds after the replay's start, which falls on a whole
 second, so Slurm's whole-second timestamps are exact offsets.

@@ -85,18 +85,19 @@ def simulate(record: pd.DataFrame, conf: SlurmConf, *, durations: str = "sleep",
 
 def simulate_served(record: pd.DataFrame, conf: SlurmConf, *, policy: str, interval_s: float, first_s: float,
                     epoch_s: float, history: Workload | None = None, params: dict[str, Any] | None = None,
-                    seed: int = 0) -> tuple[pd.DataFrame, dict[str, Any]]:  # fmt: skip
+                    durations: str = "sleep", seed: int = 0) -> tuple[pd.DataFrame, dict[str, Any]]:  # fmt: skip
     """Run the replay's jobs through the simulated Slurm with ``schedlab serve slurm --policy
     policy --apply`` beside it (:mod:`schedlab.slurm.served`): cycles every ``interval_s`` from
     ``first_s`` (real seconds after the replay's start, ``epoch_s``), QSSF trained on
-    ``history``. Its jobs table (real seconds) and the policy's report."""
+    ``history``, the jobs lasting as ``durations`` says (:func:`replay_workload`). Its jobs
+    table (real seconds) and the policy's report."""
     from schedlab.sim.engine import Simulation
     from schedlab.slurm.served import served_policy
 
     cluster = sandbox_cluster(conf)
     policy_obj = served_policy(conf.settings, cluster, policy=policy, interval_s=interval_s, first_s=first_s,
                                epoch_s=epoch_s, ranking_params=params, history=history, seed=seed)  # fmt: skip
-    result = Simulation(replay_workload(record, conf), cluster, policy_obj, seed=seed).run()
+    result = Simulation(replay_workload(record, conf, durations), cluster, policy_obj, seed=seed).run()
     return result.jobs, policy_obj.report(result.jobs)
 
 

@@ -19,6 +19,16 @@ from schedlab.experiments.spec import load_spec
 from schedlab.experiments.sweep import RESULTS, SPEC_COPY
 
 
+def replace_block(doc: Path, begin: str, end: str, text: str) -> None:
+    """Put ``text`` between the lines ``begin`` and ``end`` of ``doc`` (both kept); exit
+    naming the markers when the page lacks them."""
+    page = doc.read_text()
+    pattern = re.compile(rf"({re.escape(begin)}\n).*?({re.escape(end)})", re.S)
+    if not pattern.search(page):
+        raise SystemExit(f"{doc}: no '{begin}' ... '{end}' block")
+    doc.write_text(pattern.sub(lambda m: m.group(1) + "\n" + text + "\n" + m.group(2), page))
+
+
 def tables_markdown(run_dir: Path) -> tuple[str, str]:
     """(spec name, its tables as Markdown with ``###`` titles)."""
     spec = load_spec(run_dir / SPEC_COPY)
@@ -32,11 +42,7 @@ def main() -> None:
     parser.add_argument("doc", type=Path, help="the Markdown page holding the markers")
     args = parser.parse_args()
     name, text = tables_markdown(args.run_dir)
-    page = args.doc.read_text()
-    pattern = re.compile(rf"(<!-- sweep-tables {re.escape(name)} -->\n).*?(<!-- end sweep-tables -->)", re.S)
-    if not pattern.search(page):
-        raise SystemExit(f"{args.doc}: no '<!-- sweep-tables {name} -->' ... '<!-- end sweep-tables -->' block")
-    args.doc.write_text(pattern.sub(lambda m: m.group(1) + "\n" + text + "\n" + m.group(2), page))
+    replace_block(args.doc, f"<!-- sweep-tables {name} -->", "<!-- end sweep-tables -->", text)
     print(f"wrote the tables of {name} into {args.doc}")
 
 

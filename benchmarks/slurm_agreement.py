@@ -13,13 +13,13 @@ from __future__ import annotations
 
 import argparse
 import json
-import re
 import shutil
 import sys
 import time
 from pathlib import Path
 
 import pandas as pd
+from doc_tables import replace_block
 from rich.console import Console
 
 from schedlab.experiments.run import WorkloadSpec
@@ -29,7 +29,6 @@ from schedlab.slurm.conf import SandboxSpec, read_slurm_conf
 
 ROOT = Path(__file__).resolve().parents[1]
 TRACE = ROOT / ".." / "shared" / "data" / "chronus" / "trace_job_Philly_MIX2.csv"
-MARK = re.compile(r"(<!-- slurm-agreement:begin -->\n).*?(<!-- slurm-agreement:end -->)", re.S)
 
 
 def one(scheduler: str, speedup: float, args: argparse.Namespace, console: Console) -> dict:
@@ -153,10 +152,7 @@ def main() -> None:
     text = markdown(rows, args)
     print(text)
     if not args.no_doc:
-        page = args.doc.read_text()
-        if not MARK.search(page):
-            raise SystemExit(f"{args.doc}: no <!-- slurm-agreement:begin --> ... <!-- slurm-agreement:end --> block")
-        args.doc.write_text(MARK.sub(lambda m: m.group(1) + "\n" + text + "\n" + m.group(2), page))
+        replace_block(args.doc, "<!-- slurm-agreement:begin -->", "<!-- slurm-agreement:end -->", text)
         print(f"wrote the table into {args.doc}")
 
 

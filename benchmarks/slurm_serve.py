@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import re
 import shutil
 import signal
 import sqlite3
@@ -38,6 +37,7 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+from doc_tables import replace_block
 from rich.console import Console
 
 from schedlab.experiments.run import WorkloadSpec
@@ -50,7 +50,6 @@ from schedlab.workload.loaders import load_trace
 
 ROOT = Path(__file__).resolve().parents[1]
 TRACE = ROOT / ".." / "shared" / "data" / "chronus" / "trace_job_Philly_MIX2.csv"
-MARK = re.compile(r"(<!-- slurm-serve:begin -->\n).*?(<!-- slurm-serve:end -->)", re.S)
 
 
 def workload(args: argparse.Namespace, window: tuple[float, float]):
@@ -327,10 +326,7 @@ def main() -> None:
     text = markdown(rows, args)
     print(text)
     if not args.no_doc:
-        page = args.doc.read_text()
-        if not MARK.search(page):
-            raise SystemExit(f"{args.doc}: no <!-- slurm-serve:begin --> ... <!-- slurm-serve:end --> block")
-        args.doc.write_text(MARK.sub(lambda m: m.group(1) + "\n" + text + "\n" + m.group(2), page))
+        replace_block(args.doc, "<!-- slurm-serve:begin -->", "<!-- slurm-serve:end -->", text)
         print(f"wrote the tables into {args.doc}")
 
 

@@ -14,6 +14,15 @@ runner = CliRunner()
 SMALL = ["simulate", "--synthetic", "simple", "--jobs", "200", "--policy", "sjf", "--no-progress"]
 
 
+def _one_job_run(tmp_path: Path) -> Path:
+    """A finished simulate run of one job, in ``tmp_path/run``."""
+    trace = tmp_path / "jobs.csv"
+    trace.write_text("id,submitted,runtime,gpus\na,0,600,1\n")
+    out = tmp_path / "run"
+    assert runner.invoke(app, _csv_run(trace, out)).exit_code == 0
+    return out
+
+
 def _csv_run(trace: Path, out: Path) -> list[str]:
     """simulate a small generic CSV (id, submitted, runtime, gpus) on one 8-GPU node."""
     return ["simulate", "--trace", str(trace), "--format", "csv", "--map", "job_id=id", "--map", "submit_s=submitted",
@@ -111,11 +120,8 @@ def test_rerun_reproduces_the_tables_byte_for_byte(tmp_path: Path) -> None:
 
 
 def test_rerun_refuses_when_an_input_changed(tmp_path: Path) -> None:
-    trace = tmp_path / "jobs.csv"
-    trace.write_text("id,submitted,runtime,gpus\na,0,600,1\n")
-    out = tmp_path / "run"
-    assert runner.invoke(app, _csv_run(trace, out)).exit_code == 0
-    trace.write_text("id,submitted,runtime,gpus\na,0,601,1\n")
+    out = _one_job_run(tmp_path)
+    (tmp_path / "jobs.csv").write_text("id,submitted,runtime,gpus\na,0,601,1\n")
     result = runner.invoke(app, ["rerun", str(out)])
     assert result.exit_code == 2
     assert "input changed or missing since the run" in _one_error_line(result)
@@ -123,10 +129,7 @@ def test_rerun_refuses_when_an_input_changed(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("damage", ["missing", "changed"])
 def test_rerun_refuses_when_the_runs_own_table_is_gone_or_edited(tmp_path: Path, damage: str) -> None:
-    trace = tmp_path / "jobs.csv"
-    trace.write_text("id,submitted,runtime,gpus\na,0,600,1\n")
-    out = tmp_path / "run"
-    assert runner.invoke(app, _csv_run(trace, out)).exit_code == 0
+    out = _one_job_run(tmp_path)
     table = next(out.rglob("jobs.parquet"))
     if damage == "missing":
         table.unlink()
@@ -140,10 +143,7 @@ def test_rerun_refuses_when_the_runs_own_table_is_gone_or_edited(tmp_path: Path,
 
 
 def test_rerun_of_a_command_without_out_is_one_line(tmp_path: Path) -> None:
-    trace = tmp_path / "jobs.csv"
-    trace.write_text("id,submitted,runtime,gpus\na,0,600,1\n")
-    out = tmp_path / "run"
-    assert runner.invoke(app, _csv_run(trace, out)).exit_code == 0
+    out = _one_job_run(tmp_path)
     manifest = json.loads((out / "run.json").read_text())
     at = manifest["command"].index("--out")
     del manifest["command"][at : at + 2]
@@ -173,10 +173,7 @@ def test_a_folder_name_with_brackets_is_printed_as_it_is(tmp_path: Path) -> None
 
 @pytest.mark.parametrize("damage", ["truncated", "not parquet"])
 def test_report_on_a_damaged_table_is_one_line_naming_it(tmp_path: Path, damage: str) -> None:
-    trace = tmp_path / "jobs.csv"
-    trace.write_text("id,submitted,runtime,gpus\na,0,600,1\n")
-    out = tmp_path / "run"
-    assert runner.invoke(app, _csv_run(trace, out)).exit_code == 0
+    out = _one_job_run(tmp_path)
     table = out / "jobs.parquet"
     table.write_bytes(table.read_bytes()[: table.stat().st_size // 2] if damage == "truncated" else b"id,x\n1,2\n")
     result = runner.invoke(app, ["report", str(out)])

@@ -114,6 +114,13 @@ class SlurmBuiltin(Policy):
             self.last_background = ctx.now
             return True
         if payload == SUBMIT:
+            if not self.requested:
+                return False  # a full pass since served the queued submissions
+            due = self.last_background + self.params.batch_sched_delay
+            if ctx.now < due:  # a full pass ran meanwhile: wait batch_sched_delay after it
+                self.armed[SUBMIT] = due
+                ctx.set_timer(due, SUBMIT)
+                return False
             self.event = True
             self.requested = False
             self.last_background = ctx.now

@@ -98,30 +98,27 @@ def changed_inputs(manifest: dict[str, Any]) -> list[str]:
             if not Path(name).is_file() or sha256(Path(name)) != digest]  # fmt: skip
 
 
+def output_states(manifest: dict[str, Any], run_dir: Path) -> dict[str, str]:
+    """Each reproducible output the manifest records, as found in ``run_dir``: ``same`` (its
+    recorded SHA-256), ``changed`` or ``missing``."""
+    states = {}
+    for name, digest in manifest["outputs"].items():
+        if name.endswith(REPRODUCIBLE_SUFFIXES):
+            path = run_dir / name
+            states[name] = "missing" if not path.is_file() else "same" if sha256(path) == digest else "changed"
+    return states
+
+
 def changed_outputs(manifest: dict[str, Any], run_dir: Path) -> list[str]:
     """The run's own reproducible outputs that are gone (``NAME (missing)``) or whose bytes no
     longer match the SHA-256 recorded when it was made (``NAME (changed)``)."""
-    out = []
-    for name, digest in manifest["outputs"].items():
-        path = run_dir / name
-        if not name.endswith(REPRODUCIBLE_SUFFIXES):
-            continue
-        if not path.is_file():
-            out.append(f"{name} (missing)")
-        elif sha256(path) != digest:
-            out.append(f"{name} (changed)")
-    return out
+    return [f"{name} ({state})" for name, state in output_states(manifest, run_dir).items() if state != "same"]
 
 
 def compare_outputs(manifest: dict[str, Any], run_dir: Path) -> tuple[list[str], list[str]]:
     """(identical, different) reproducible outputs of ``run_dir`` against the manifest's record."""
-    same, different = [], []
-    for name, digest in manifest["outputs"].items():
-        if not name.endswith(REPRODUCIBLE_SUFFIXES):
-            continue
-        path = run_dir / name
-        (same if path.is_file() and sha256(path) == digest else different).append(name)
-    return same, different
+    states = output_states(manifest, run_dir)
+    return [n for n, s in states.items() if s == "same"], [n for n, s in states.items() if s != "same"]
 
 
 def _plain(value: Any) -> Any:

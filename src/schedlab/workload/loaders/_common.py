@@ -269,7 +269,7 @@ def datetimes(
 
 def _fail_mixed_zones(values: pd.Series, *, source: str, rows: np.ndarray, field: str) -> None:
     """Raise at the first date whose time zone (or lack of one) differs from the first date's."""
-    first: tuple[object, ...] | None = None
+    zones = []  # the first date's UTC offset (None: no time zone), once seen
     for i, value in enumerate(values.to_numpy(dtype=object)):
         try:
             stamp = pd.Timestamp(value)
@@ -277,12 +277,12 @@ def _fail_mixed_zones(values: pd.Series, *, source: str, rows: np.ndarray, field
             continue
         if pd.isna(stamp):
             continue
-        zone = (stamp.utcoffset(),)
-        if first is None:
-            first = zone
-        elif zone != first:
-            what = f"UTC offset {zone[0]}" if zone[0] is not None else "no time zone"
-            other = f"UTC offset {first[0]}" if first[0] is not None else "no time zone"
+        zone = stamp.utcoffset()
+        if not zones:
+            zones.append(zone)
+        elif zone != zones[0]:
+            what = f"UTC offset {zone}" if zone is not None else "no time zone"
+            other = f"UTC offset {zones[0]}" if zones[0] is not None else "no time zone"
             raise InputError(f"a date with {what} among dates with {other}: {value!r}", file=source, row=int(rows[i]),
                              field=field)  # fmt: skip
 

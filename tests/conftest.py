@@ -15,3 +15,12 @@ def shared_data() -> Path:
     if not SHARED_DATA.is_dir():
         pytest.skip(f"public data folder not found at {SHARED_DATA} (expected ../shared/data next to the repo)")
     return SHARED_DATA.resolve()
+
+
+
+@pytest.hookimpl(tryfirst=True)  # before xdist reads the groups
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Tests that start a real Slurm run one after another on one worker (``--dist loadgroup``)."""
+    for item in items:
+        if "slurm" in item.nodeid.split("::")[0].split("/") or "slurm" in item.name:
+            item.add_marker(pytest.mark.xdist_group("slurm"))

@@ -46,6 +46,7 @@ def test_the_readme_starts_with_an_install_and_run_line_and_a_test_line() -> Non
     assert first[1].startswith("pip install -e '.[dev]' && python -m pytest")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("args", COMMANDS, ids=[" ".join(a[:2]) + f"#{i}" for i, a in enumerate(COMMANDS)])
 def test_readme_command_runs_in_a_terminal(args: list[str], tmp_path: Path) -> None:
     if any("../shared/data" in a for a in args) and not (REPO.parent / "shared" / "data").is_dir():
@@ -79,6 +80,7 @@ def _policies(args: list[str]) -> list[str]:
     return [args[i + 1] for i, a in enumerate(args) if a in ("-p", "--policy")]
 
 
+@pytest.mark.slow
 def test_readme_slurm_lines_run_in_order_in_a_terminal(tmp_path: Path) -> None:
     """up, replay, inspect of the replay's sacct.json, down: in one folder, as a user types them."""
     from schedlab.slurm import sandbox

@@ -86,6 +86,7 @@ def test_the_suspend_program_leaves_a_request(tmp_path):
     assert list(layout.requests.iterdir()) == []
 
 
+@pytest.mark.slow
 def test_power_down_asap_waits_for_the_job_then_power_up_brings_the_node_back(power_box):
     client = SlurmClient(power_box.layout.slurm_conf)
     old_pid = slurmd_pid(power_box, "gpu-n3")
@@ -108,6 +109,7 @@ def test_power_down_asap_waits_for_the_job_then_power_up_brings_the_node_back(po
     wait_for("a job runs on the woken node", lambda: job_state(client, job) == "COMPLETED", 30)
 
 
+@pytest.mark.slow
 def test_a_job_that_needs_a_powered_down_node_wakes_it(power_box):
     client = SlurmClient(power_box.layout.slurm_conf)
     client.run(["scontrol", "update", "NodeName=gpu-n2", "State=POWER_DOWN_ASAP"])
@@ -120,6 +122,7 @@ def test_a_job_that_needs_a_powered_down_node_wakes_it(power_box):
     assert node_state(client, "gpu-n2") == "idle"
 
 
+@pytest.mark.slow
 def test_slurmctld_restart_keeps_the_queue(power_box):
     client = SlurmClient(power_box.layout.slurm_conf, timeout_s=5)
     running = submit(client, "-w", "gpu-n1", "--gres=gpu:8", "-t", "1", "--wrap", "sleep 12")
@@ -139,11 +142,13 @@ def test_slurmctld_restart_keeps_the_queue(power_box):
     wait_for("the pending job then runs", lambda: job_state(client, pending) == "COMPLETED", 20)
 
 
+@pytest.mark.slow
 def test_restart_refuses_an_unknown_daemon(power_box):
     with pytest.raises(ConfigError, match="no daemon 'slurmxyz'.*slurmctld"):
         sandbox.restart(power_box.layout.root, "slurmxyz")
 
 
+@pytest.mark.slow
 def test_down_after_power_cycles_leaves_no_process(tmp_path):
     require_slurm()
     box = start(tmp_path, nodes=2, power_saving=True, extra=(("SuspendTimeout", "2"),))

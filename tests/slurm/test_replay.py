@@ -66,6 +66,7 @@ def test_plan_lays_jobs_on_whole_nodes_and_refuses_what_cannot_run(tmp_path):
         rp.plan(workload([(0, 12, 10)], tenant="vc1"), conf, speedup=1, rule=rp.LimitRule())
 
 
+@pytest.mark.slow
 def test_replay_with_accounting_records_and_simulates(tmp_path):
     require_slurm(accounting=True)
     root = tmp_path / "box"

@@ -15,6 +15,7 @@ from schedlab.slurm.conf import SandboxSpec
 from .conftest import require_slurm, start
 
 
+@pytest.mark.slow
 def test_nodes_register_their_fake_gpus(slurm_box):
     nodes = SlurmClient(slurm_box.layout.slurm_conf).nodes()
     assert sorted(n.name for n in nodes) == ["gpu-n1", "gpu-n2", "gpu-n3", "gpu-n4"]
@@ -23,6 +24,7 @@ def test_nodes_register_their_fake_gpus(slurm_box):
     assert {n.partitions for n in nodes} == {("vc1",), ("vc2",)}
 
 
+@pytest.mark.slow
 def test_a_gpu_job_runs_and_a_two_node_job_takes_whole_nodes(slurm_box):
     client = SlurmClient(slurm_box.layout.slurm_conf)
     small = client.submit(["-p", "vc1", "--gres=gpu:3", "-t", "1", "-o", "/dev/null", "--wrap", "sleep 1"])
@@ -39,17 +41,20 @@ def test_a_gpu_job_runs_and_a_two_node_job_takes_whole_nodes(slurm_box):
     assert jobs[big].node_list == "gpu-n[3-4]"
 
 
+@pytest.mark.slow
 def test_a_second_sandbox_on_taken_ports_is_refused(slurm_box, tmp_path):
     spec = SandboxSpec(nodes=4, port_base=slurm_box.spec.port_base)
     with pytest.raises(ConfigError, match=r"port \d+ \(for slurmctld\) is taken.*--port-base"):
         sandbox.up(spec, tmp_path)
 
 
+@pytest.mark.slow
 def test_a_second_up_in_the_same_directory_is_refused(slurm_box):
     with pytest.raises(ConfigError, match="already running"):
         sandbox.up(slurm_box.spec, slurm_box.layout.root)
 
 
+@pytest.mark.slow
 def test_down_leaves_no_process_and_jobs_do_not_outlive_it(tmp_path):
     require_slurm()
     box = start(tmp_path, nodes=2)
@@ -74,6 +79,7 @@ def test_missing_binaries_are_named_with_the_install_command(monkeypatch, tmp_pa
         sandbox.check_can_start(SandboxSpec(nodes=2), tmp_path)
 
 
+@pytest.mark.slow
 def test_cli_up_status_down(tmp_path):
     require_slurm()
     base = str(sandbox.find_port_base(2))

@@ -50,6 +50,7 @@ def first_started_after_hold(client: SlurmClient) -> str:
     raise AssertionError("no job started after the holding job")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("apply", [True, False])
 def test_sjf_puts_the_short_job_first_only_with_apply(one_node, tmp_path, apply):
     box, client = one_node
@@ -88,6 +89,7 @@ def sacct_history(path, now: float) -> None:
     path.write_text(json.dumps({**doc, "jobs": jobs}))
 
 
+@pytest.mark.slow
 def test_qssf_ranks_by_the_history_it_is_given(one_node, tmp_path):
     # trained on a history where "short" jobs ran 5 s and "long" ones 3000 s, QSSF puts the short
     # job first; without a history every job is predicted alike and the queue order stands
@@ -103,6 +105,7 @@ def test_qssf_ranks_by_the_history_it_is_given(one_node, tmp_path):
     assert not (tmp_path / "state" / "history.json").exists()  # the file was read, sacct not asked
 
 
+@pytest.mark.slow
 def test_site_factor_survives_hold_and_release_and_is_not_rewritten(one_node, tmp_path):
     box, client = one_node
     service = Service(client, ServeSettings(policy="sjf", apply=True), tmp_path / "state", lambda line: None)
@@ -117,6 +120,7 @@ def test_site_factor_survives_hold_and_release_and_is_not_rewritten(one_node, tm
     assert again.changed == 0  # nothing changed, nothing written
 
 
+@pytest.mark.slow
 def test_kill_9_mid_service_and_restart_repeats_nothing(one_node, tmp_path):
     box, client = one_node
     state = tmp_path / "state"
@@ -139,6 +143,7 @@ def test_kill_9_mid_service_and_restart_repeats_nothing(one_node, tmp_path):
     assert "set job" not in rerun.stdout
 
 
+@pytest.mark.slow
 def test_refusals(tmp_path, monkeypatch):
     require_slurm()
     box = start(tmp_path / "box", nodes=1, extra=(("PriorityType", "priority/basic"),))
@@ -154,6 +159,7 @@ def test_refusals(tmp_path, monkeypatch):
         box.supervisor.wait(timeout=30)
 
 
+@pytest.mark.slow
 def test_apply_needs_root_or_slurm_user(slurm_box, monkeypatch):
     monkeypatch.setattr(os, "geteuid", lambda: 65534)  # nobody
     client = SlurmClient(slurm_box.layout.slurm_conf)
@@ -185,6 +191,7 @@ def test_a_lost_controller_is_retried_with_backoff(tmp_path):
     assert all("slurmctld does not answer" in line for line in lines)
 
 
+@pytest.mark.slow
 def test_the_service_outlives_a_slurmctld_restart(one_node, tmp_path):
     box, client = one_node
     state = tmp_path / "state"

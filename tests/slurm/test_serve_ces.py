@@ -27,6 +27,7 @@ def wait_for(what, ok, timeout_s):
     raise AssertionError(f"timed out waiting until {what}")
 
 
+@pytest.mark.slow
 def test_ces_powers_idle_nodes_down_and_a_job_wakes_them(tmp_path):
     require_slurm()
     # Slurm wakes powered-down nodes itself once it allocates them to a job; a slow background

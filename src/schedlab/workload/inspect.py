@@ -7,6 +7,7 @@ from typing import Any
 import numpy as np
 from rich.console import Group
 from rich.table import Table
+from rich.text import Text
 
 from schedlab.workload.schema import Workload
 
@@ -48,7 +49,9 @@ def describe(workload: Workload) -> dict[str, Any]:
 
 def render_description(summary: dict[str, Any]) -> Group:
     """Rich tables for a :func:`describe` result (print with ``rich.console.Console().print``)."""
-    overview = Table(title=f"Workload {summary['source']}", show_header=False)
+    # The source is a heading line of its own: a long path as a table title would wrap mid-name.
+    heading = Text(f"Workload {summary['source']}", style="bold")
+    overview = Table(show_header=False)
     overview.add_column("item", style="bold")
     overview.add_column("value", justify="right")
     overview.add_row("jobs", f"{summary['jobs']:,}")
@@ -82,4 +85,4 @@ def render_description(summary: dict[str, Any]) -> Group:
     for kind, key in (("class", "classes"), ("final state", "final_states")):
         for value, count in summary[key].items():
             classes.add_row(kind, value, f"{count:,}")
-    return Group(overview, durations, mix, classes)
+    return Group(heading, overview, durations, mix, classes)

@@ -13,7 +13,10 @@ leases, starvation threshold 21,600 s, ``job_selection fairness``, ``user_quota 
 
 The artifact runs from a copy in a temporary directory (``--artifact`` is a checkout or the git
 directory of github.com/yzs981130/Astraea_Artifacts; nothing of it is kept); schedlab runs in
-process with free checkpoints (the artifact charges none for a lease expiry). Both outcomes go
+process with free checkpoints (the artifact charges none for a lease expiry), by default with the
+artifact's two rules that the post leaves open: ``block=any`` (``--block_scheduling 1``) and
+``repack`` (every expired job released and placed afresh); ``--block starving --no-repack`` runs
+``astraea``'s defaults instead. Both outcomes go
 through the same fairness metrics (:mod:`schedlab.metrics.fairness`), received GPU-time taken as
 GPUs x duration on both sides (the artifact's output has no lost-work column). CPU time is the
 process time of each simulator (the artifact's child process; schedlab's own, loading excluded).
@@ -24,6 +27,7 @@ process time of each simulator (the artifact's child process; schedlab's own, lo
 from __future__ import annotations
 
 import argparse
+import math
 import resource
 import shutil
 import subprocess
@@ -35,11 +39,13 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from schedlab.cluster.presets import load_cluster
+from schedlab.cluster.presets import load_cluster, uniform
+from schedlab.cluster.spec import ClusterSpec
 from schedlab.experiments.run import WorkloadSpec
 from schedlab.metrics.fairness import fairness_metrics, load_shares
 from schedlab.policies.common.placers import Consolidate
 from schedlab.policies.fairness.astraea import Astraea
+from schedlab.policies.fairness.lease import BLOCK_RULES
 from schedlab.sim.engine import SimConfig, Simulation
 from schedlab.workload.schema import Workload, canonical_frame
 
@@ -118,17 +124,54 @@ def run_artifact(artifact: Path, jobs: pd.DataFrame, python: str) -> tuple[pd.Da
     return out, cpu, wall
 
 
-def run_schedlab(jobs: pd.DataFrame, shares: dict[str, float]) -> tuple[pd.DataFrame, float, float]:
-    """schedlab's astraea on the same rows: its jobs table, CPU s, wall s."""
+def run_schedlab(jobs: pd.DataFrame, shares: dict[str, float], block: str, repack: bool,
+                 starvation_s: float = 21600.0, cluster: ClusterSpec | None = None,
+                 ) -> tuple[pd.DataFrame, float, float, float]:  # fmt: skip
+    """schedlab's astraea on the same rows (on the artifact's cluster unless ``cluster``): its
+    jobs table, GPU-hours left free while a job waited, CPU s, wall s."""
     frame = pd.DataFrame({"job_id": jobs["job_id"].astype(str), "submit_s": jobs["submit_time"].astype(float),
                           "num_gpus": jobs["num_gpu"].astype(float), "duration_s": jobs["duration"].astype(float),
                           "tenant": jobs["user"]})  # fmt: skip
     workload = Workload(canonical_frame(frame, source="philly-window"), "philly-window")
-    cluster = load_cluster(f"uniform:{NODES}x{GPUS_PER_NODE}")
+    cluster = cluster or load_cluster(f"uniform:{NODES}x{GPUS_PER_NODE}")
     config = SimConfig(checkpoint_s=0.0, restore_s=0.0, restart_s=0.0)
     cpu, wall = time.process_time(), time.perf_counter()
-    result = Simulation(workload, cluster, Astraea(Consolidate(), shares=shares), config=config, seed=0).run()
-    return result.jobs, time.process_time() - cpu, time.perf_counter() - wall
+    result = Simulation(workload, cluster, Astraea(Consolidate(), shares=shares, block=block, repack=repack, starvation_s=starvation_s),
+                        config=config,
+                        seed=0).run()  # fmt: skip
+    cpu, wall = time.process_time() - cpu, time.perf_counter() - wall
+    return result.jobs, idle_while_waiting(result.timeseries), cpu, wall
+
+
+def variants(jobs: pd.DataFrame, shares: dict[str, float]) -> str:
+    """schedlab alone under each rule the post leaves open, and on one pooled node: where the
+    GPUs left free while jobs wait come from."""
+    pooled = uniform(1, NODES * GPUS_PER_NODE)
+    rows = [("defaults (block behind starving jobs, renewed jobs stay put)", "starving", False, 21600.0, None),
+            ("no starvation threshold", "starving", False, math.inf, None),
+            ("`block=any`", "any", False, 21600.0, None),
+            ("`repack=true`", "starving", True, 21600.0, None),
+            ("`block=any`, `repack=true` (the artifact's rules)", "any", True, 21600.0, None),
+            (f"defaults on one {NODES * GPUS_PER_NODE:,}-GPU node (no placement constraint)", "starving", False,
+             21600.0, pooled),
+            (f"`block=any` on one {NODES * GPUS_PER_NODE:,}-GPU node", "any", False, 21600.0, pooled)]  # fmt: skip
+    lines = ["| schedlab setting | lowest tenant LTGF | mean JCT (s) | GPU-h free while a job waited |",
+             "|---|--:|--:|--:|"]  # fmt: skip
+    order = jobs["job_id"].astype(str)
+    for label, block, repack, starvation_s, cluster in rows:
+        ours, idle, _, _ = run_schedlab(jobs, shares, block, repack, starvation_s, cluster)
+        ours = ours.set_index("job_id").loc[order]
+        result = summary(outcome(jobs, ours["end_s"], ours["preemptions"]), shares)
+        lines.append(f"| {label} | {result['ltgf_tenant_min']:.3f} | {result['jct_mean_s']:,.0f} | {idle:,.0f} |")
+    return "\n".join(lines)
+
+
+def idle_while_waiting(series: pd.DataFrame) -> float:
+    """GPU-hours free while at least one job was pending (each sample holds until the next)."""
+    t = series["time_s"].to_numpy(float)
+    free = (series["gpus_total"] - series["gpus_busy"]).to_numpy(float)
+    waiting = series["pending_jobs"].to_numpy() > 0
+    return float((free[:-1] * waiting[:-1] * np.diff(t)).sum() / 3600.0)
 
 
 def outcome(jobs: pd.DataFrame, end: pd.Series, preemptions: pd.Series) -> pd.DataFrame:
@@ -154,7 +197,7 @@ def summary(table: pd.DataFrame, shares: dict[str, float]) -> dict:
 
 
 def report(jobs: pd.DataFrame, art: pd.DataFrame, ours: pd.DataFrame, shares: dict[str, float],
-           times: dict[str, float]) -> str:  # fmt: skip
+           times: dict[str, float], idle_gpu_h: float) -> str:  # fmt: skip
     art = art.set_index("job_id").loc[jobs["job_id"]]
     ours = ours.set_index("job_id").loc[jobs["job_id"].astype(str)]
     a = outcome(jobs, art["end_time"], art["preempt_cnt"] + art["resume_cnt"])
@@ -175,6 +218,8 @@ def report(jobs: pd.DataFrame, art: pd.DataFrame, ours: pd.DataFrame, shares: di
         diff = f"{100 * (y - x) / x:+.1f}%" if x else "-"
         lines.append(f"| {label} | {x:.4g} | {y:.4g} | {diff} |")
     lines.append(f"| stops (pauses, preemptions) | {sa['preemptions']:.0f} | {ss['preemptions']:.0f} | |")
+    work = float((jobs["num_gpu"] * jobs["duration"]).sum()) / 3600.0
+    lines.append(f"| GPU-h free while a job waited (of {work:,.0f} GPU-h of work) | | {idle_gpu_h:,.0f} | |")
     same = np.abs(ja - js) <= 10.0
     lines.append(f"| jobs whose JCT agrees within 10 s (one artifact tick) | {same.mean():.1%} | | |")
     lines += ["", "| tenant | share | jobs | artifact LTGF | schedlab LTGF | artifact mean JCT (s) | schedlab mean JCT (s) |",
@@ -196,12 +241,18 @@ def report(jobs: pd.DataFrame, art: pd.DataFrame, ours: pd.DataFrame, shares: di
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--artifact", type=Path, required=True, help="Astraea_Artifacts checkout or git directory")
+    parser.add_argument("--artifact", type=Path, help="Astraea_Artifacts checkout or git directory")
+    parser.add_argument("--variants", action="store_true",
+                        help="instead: schedlab alone under each blocking / re-packing rule and on one pooled node")
     parser.add_argument("--trace", choices=("chronus-mix2", "pollux-philly"), default="chronus-mix2")
     parser.add_argument("--start", default="2017-10-23", help="window start (pollux-philly: Philly calendar time)")
     parser.add_argument("--days", type=float, default=7.0)
     parser.add_argument("--arrival-scale", type=float, default=1.0, help="divide submit times by this (load x it)")
     parser.add_argument("--python", default=sys.executable, help="interpreter for the artifact (Python 3)")
+    parser.add_argument("--block", choices=BLOCK_RULES, default="any",
+                        help="schedlab's blocking rule (any: the artifact's run.sh --block_scheduling 1)")
+    parser.add_argument("--repack", action=argparse.BooleanOptionalAction, default=True,
+                        help="schedlab places the jobs of expired leases afresh, as the artifact does")
     parser.add_argument("--out", type=Path, help="also write the per-job outcomes of both sides here (CSV)")
     args = parser.parse_args()
     shares = load_shares(SHARES)
@@ -209,16 +260,22 @@ def main() -> None:
         jobs = mix2_window(args.days, shares, args.arrival_scale)
     else:
         jobs = philly_window(args.start, args.days, shares, args.arrival_scale)
+    where = args.trace + (f" from {args.start}" if args.trace == "pollux-philly" else "")
+    if args.variants:
+        print(f"{where}, {args.days:g} days, arrivals x{args.arrival_scale:g}")
+        print(variants(jobs, shares))
+        return
+    if args.artifact is None:
+        parser.error("--artifact is needed (or --variants)")
     art, art_cpu, art_wall = run_artifact(args.artifact, jobs, args.python)
-    ours, our_cpu, our_wall = run_schedlab(jobs, shares)
+    ours, idle, our_cpu, our_wall = run_schedlab(jobs, shares, args.block, args.repack)
     times = {"artifact_cpu": art_cpu, "artifact_wall": art_wall, "schedlab_cpu": our_cpu, "schedlab_wall": our_wall}
     if args.out:
         args.out.mkdir(parents=True, exist_ok=True)
         art.to_csv(args.out / "artifact_jobs.csv", index=False)
         ours.to_csv(args.out / "schedlab_jobs.csv", index=False)
-    where = args.trace + (f" from {args.start}" if args.trace == "pollux-philly" else "")
-    print(f"{where}, {args.days:g} days, arrivals x{args.arrival_scale:g}")
-    print(report(jobs, art, ours, shares, times))
+    print(f"{where}, {args.days:g} days, arrivals x{args.arrival_scale:g}, schedlab block={args.block} repack={args.repack}")
+    print(report(jobs, art, ours, shares, times, idle))
 
 
 if __name__ == "__main__":

@@ -9,6 +9,7 @@ import math
 import numpy as np
 import pytest
 
+from schedlab.errors import ConfigError
 from schedlab.policies.common.placers import Consolidate
 from schedlab.policies.fairness.astraea import Astraea
 from schedlab.policies.fairness.fair_share import FairShare, GandivaFair
@@ -99,6 +100,39 @@ def test_astraea_starving_job_that_does_not_fit_blocks_its_tenant() -> None:
     stream_end = blocked["end_s"].drop("w").max()
     assert blocked.loc["w", "end_s"] < stream_end
     assert blocked["finished"].all()
+
+
+def test_astraea_block_any_stops_its_tenant_at_the_first_job_not_taken() -> None:
+    # 2 GPUs, one tenant: a holds one GPU on a 100-s lease; b (2 GPUs) arrives at 10 and ranks
+    # first (index 0, earlier), c (1 GPU) at 20. Blocking only behind starving jobs, c takes the
+    # free GPU at 20; with block="any" (the artifact's run.sh) b not fitting stops the tenant, the
+    # GPU stays free until a's lease ends and b takes both GPUs at 100.
+    rows = [job("a", 0.0, 1, 1000.0), job("b", 10.0, 2, 50.0), job("c", 20.0, 1, 50.0)]
+    passing = by_id(simulate(rows, cluster([2]), _astraea(), ZERO_COST))
+    assert passing.loc["c", "first_start_s"] == 20.0
+    blocking = by_id(simulate(rows, cluster([2]), _astraea(block="any"), ZERO_COST))
+    assert blocking.loc["b", "first_start_s"] == 100.0
+    assert blocking.loc["c", "first_start_s"] >= 100.0
+    assert blocking["finished"].all()
+
+
+def test_astraea_repack_places_the_jobs_of_expired_leases_afresh() -> None:
+    # Nodes of 2 GPUs: x and w fill node 0, y sits on node 1; w ends at 50, so z (2 GPUs, at 60)
+    # finds one free GPU per node. At 100 all leases end and the count grants z, x and y. Kept
+    # in place, x and y leave z unplaceable until one finishes; re-packed (the artifact's
+    # release of every expired job), z gets a node at 100 and x and y share the other.
+    rows = [job("x", 0.0, 1, 1000.0), job("w", 0.0, 1, 50.0), job("y", 0.0, 1, 1000.0), job("z", 60.0, 2, 100.0)]
+    kept = by_id(simulate(rows, cluster([2, 2]), _astraea(), ZERO_COST))
+    assert kept.loc["z", "first_start_s"] >= 1000.0
+    repacked = by_id(simulate(rows, cluster([2, 2]), _astraea(repack=True), ZERO_COST))
+    assert repacked.loc["z", "first_start_s"] == 100.0
+    assert repacked.loc[["x", "y"], "preemptions"].sum() >= 2  # both moved through a pause
+    assert repacked["finished"].all()
+
+
+def test_astraea_refuses_an_unknown_block_rule() -> None:
+    with pytest.raises(ConfigError, match="block must be one of starving, any"):
+        Astraea(Consolidate(), block="never")
 
 
 def test_fair_share_splits_gpus_by_weight() -> None:

@@ -18,8 +18,10 @@ Scheduling (post, "How ASTRAEA Schedules"), on the lease frame of
    900 s, ``run.sh``); at lease ends the order is repaired;
 4. *starvation threshold*: inside its tenant, a job pending ``starvation_s`` (the artifact's
    evaluation: 21,600 s) goes first, ahead of the job ranking, and one that does not fit
-   blocks its tenant for the round (the artifact's ``user_stave_jobs`` and
-   ``block_scheduling``; the post does not describe the rule);
+   blocks its tenant for the round (the artifact's ``user_stave_jobs``); with ``block="any"``
+   any job that is not taken blocks its tenant, as the artifact's ``run.sh`` sets it
+   (``--block_scheduling 1``: a user's loop stops at its first failed quota check or
+   placement). The post does not describe either rule;
 5. *consolidate placement* (the artifact's ``--placement consolidate``): the default placer.
 
 Where this differs from the artifact, and why:
@@ -39,6 +41,7 @@ Where this differs from the artifact, and why:
   which the artifact does not) only when the job is not chosen again, and a job chosen again
   keeps its GPUs; the artifact releases every expired job and places the chosen ones afresh,
   which also defragments the cluster at every lease end (moving a job is free in its model).
+  ``repack=True`` does as the artifact does, each move paying the engine's costs.
 * A pending job the placer cannot place is passed over for the next in rank (the artifact
   counts GPUs when granting and may leave a grant unplaced).
 """
@@ -72,6 +75,10 @@ class AstraeaParams:
                                      "a job pending this long goes first in its tenant (artifact: 21600)")
     window_s: float = help_field(ARTIFACT_WINDOW_S, "window of the tenant fairness index (artifact: 24 h)")
     tick_s: float = help_field(ARTIFACT_TICK_S, "lease ends are rounded up to this grid (artifact: 10 s ticks)")
+    block: str = help_field("starving", "which job that is not taken stops its tenant for the round: starving "
+                            "(one past starvation_s) or any (artifact run.sh: --block_scheduling 1)")
+    repack: bool = help_field(False, "at a lease end pause every expired job and place the chosen ones afresh, "
+                              "re-packing their GPUs (the artifact; each move pays checkpoint and restore)")
 
 
 class Astraea(LeaseScheduler):
@@ -79,8 +86,10 @@ class Astraea(LeaseScheduler):
 
     def __init__(self, placer: Placer, *, lease_s: float = ARTIFACT_LEASE_S,
                  starvation_s: float = ARTIFACT_STARVATION_S, window_s: float = ARTIFACT_WINDOW_S,
-                 tick_s: float = ARTIFACT_TICK_S, shares: Mapping[str, float] | None = None) -> None:  # fmt: skip
-        super().__init__("astraea", placer, lease_s=lease_s, tick_s=tick_s, starvation_s=starvation_s, shares=shares)
+                 tick_s: float = ARTIFACT_TICK_S, shares: Mapping[str, float] | None = None,
+                 block: str = "starving", repack: bool = False) -> None:  # fmt: skip
+        super().__init__("astraea", placer, lease_s=lease_s, tick_s=tick_s, starvation_s=starvation_s, shares=shares,
+                         block=block, repack=repack)
         if not window_s > 0:
             raise ConfigError(f"astraea: window_s must be > 0, got {window_s!r}")
         self.window_s = window_s

@@ -13,10 +13,15 @@ whenever GPUs are free or leases have expired:
 3. Starvation threshold: inside a group, jobs pending for ``starvation_s`` (since arrival or
    their last pause) come first, oldest first, ahead of the job ranking; a starving job that is
    not taken *blocks* its group for the round, so the group's later jobs do not take the GPUs
-   it needs (the artifact's ``block_scheduling``). A job larger than the powered-on GPUs it may
-   use never blocks.
+   it needs. With ``block="any"`` every job that is not taken blocks its group (the ASTRAEA
+   artifact's ``--block_scheduling 1``, which stops a user's loop at its first failed quota
+   check or placement). A job larger than the powered-on GPUs it may use never blocks.
 4. Expired jobs that were chosen keep running on a renewed lease (no checkpoint); the others
    are paused (``ctx.pause``: checkpointed, no work lost). This first pass counts GPUs only.
+   With ``repack=True`` the chosen ones are paused too and placed afresh in step 5 with the
+   pending jobs, as the ASTRAEA artifact releases every expired job at a lease end; this
+   re-packs the GPUs of the expired leases, and each move pays the engine's checkpoint and
+   restore costs (the artifact charges none).
 5. A second pass ranks the pending jobs the same way over the GPUs now free and starts each
    that the placer can place; one it cannot place is passed over (counting alone would leave
    the GPUs of unplaceable picks idle).
@@ -47,6 +52,7 @@ from schedlab.sim.job import RUNNING, Job
 from schedlab.sim.policy import Context, Policy
 
 _LEASE, _STARVE = 0, 1
+BLOCK_RULES = ("starving", "any")  # which job not taken stops its group for the round
 
 
 @dataclass(slots=True)
@@ -64,14 +70,19 @@ class LeaseScheduler(Policy, ABC):
     """Two-phase lease scheduler; subclasses give :meth:`group_key` and :meth:`job_key`."""
 
     def __init__(self, name: str, placer: Placer, *, lease_s: float, tick_s: float = 10.0,
-                 starvation_s: float = math.inf, shares: Mapping[str, float] | None = None) -> None:  # fmt: skip
+                 starvation_s: float = math.inf, shares: Mapping[str, float] | None = None,
+                 block: str = "starving", repack: bool = False) -> None:  # fmt: skip
         if not lease_s > 0:
             raise ConfigError(f"{name}: lease_s must be > 0, got {lease_s!r}")
         if not tick_s >= 0:
             raise ConfigError(f"{name}: tick_s must be >= 0, got {tick_s!r}")
         if not starvation_s > 0:
             raise ConfigError(f"{name}: starvation_s must be > 0, got {starvation_s!r}")
+        if block not in BLOCK_RULES:
+            raise ConfigError(f"{name}: block must be one of {', '.join(BLOCK_RULES)}, got {block!r}")
         self.name = name
+        self.block_any = block == "any"
+        self.repack = repack
         self.placer = placer
         self.lease_s = lease_s
         self.tick_s = tick_s
@@ -159,7 +170,7 @@ class LeaseScheduler(Policy, ABC):
             keep = {job.idx for job in self._rank(ctx, budget, lambda ctx, job: True, with_expired=True)}
             for jobs in list(self.expired.values()):
                 for job in list(jobs.values()):
-                    if job.idx in keep:
+                    if job.idx in keep and not self.repack:
                         self._lease(ctx, job, renew=True)
                     else:
                         self._pause(ctx, job)
@@ -199,7 +210,8 @@ class LeaseScheduler(Policy, ABC):
         """The two phases within ``budget`` (GPUs per pool); a job within the budget is taken if
         ``admit(ctx, job)`` (stage 1: any, deciding by count which expired jobs go on; stage 2:
         placed and started). Inside a group its starving jobs come first, oldest first; a group
-        whose starving job is not taken gets nothing more this round. Returns the jobs taken."""
+        whose starving job (``block="any"``: any job) is not taken gets nothing more this round.
+        Returns the jobs taken."""
         chosen: list[Job] = []
         granted: defaultdict[str, float] = defaultdict(float)
         starve_before = ctx.now - self.starvation_s
@@ -244,8 +256,8 @@ class LeaseScheduler(Policy, ABC):
                 if offer(job):
                     heapq.heappush(heap, (self.group_key(ctx, group, next_gpus(group)), group))
                     break
-                if rank[0] == 0 and job.num_gpus <= self._capacity(ctx, job):
-                    break  # block: a starving job that does not fit stops its group for the round
+                if (rank[0] == 0 or self.block_any) and job.num_gpus <= self._capacity(ctx, job):
+                    break  # block: a job that is not taken stops its group for the round
         return chosen
 
     # -- state changes --------------------------------------------------------------------------

@@ -60,6 +60,65 @@ def test_find_alloc_prefers_the_fast_type_for_a_consolidated_job():
     assert alloc == [(1, 2)]
 
 
+def test_find_alloc_takes_the_least_loaded_servers_not_the_fill_of_the_first():
+    # four 4-GPU V100 servers with 1, 1, 3, 3 GPUs free; a 4-GPU job fits on no single one. Filling
+    # them in order takes the last (dearest) GPU of servers 0 and 1; two GPUs each from servers 2
+    # and 3 cost less and use no more servers.
+    spec = cluster([4, 4, 4, 4], types=["V100"] * 4)
+    v = JobView(0, 4, 1000.0, 1000.0, 0.0, {"V100": 10.0})
+    other = JobView(1, 1, 10.0, 10.0, 0.0, {"V100": 10.0})  # widens U / L so that prices rise steeply
+    a = _allocator(spec, [v, other])
+    value, alloc = a.find_alloc(v, (1, 1, 3, 3))
+    assert sorted(alloc) == [(2, 2), (3, 2)]
+    assert value == pytest.approx(a.cost((1, 1, 3, 3), alloc) + 0.05 * v.utility({"V100"}) - v.utility({"V100"}))
+
+
+def _all_allocations(a: Allocator, job: JobView, state: tuple[int, ...]):
+    """Every allocation of ``job`` on ``state``: any GPUs per server, summing to its GPU count."""
+    usable = [h for h in range(len(state)) if job.rate.get(a.types[h], 0) > 0]
+    for xs in itertools.product(*(range(state[h] + 1) for h in usable)):
+        if sum(xs) != job.gpus:
+            continue
+        alloc = [(h, x) for h, x in zip(usable, xs) if x]
+        if a.mix_types or len({a.types[h] for h, _ in alloc}) == 1:
+            yield alloc
+
+
+@pytest.mark.parametrize("mix_types", [True, False])
+@pytest.mark.parametrize("seed", range(40))
+def test_find_alloc_is_the_minimum_cost_allocation_by_brute_force(seed, mix_types):
+    """§III-B: FIND_ALLOC returns the allocation of least cost + communication - utility over
+    every allocation (consolidated or spread, on any servers and types), or None when none has
+    a positive payoff."""
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(2, 5))
+    sizes = rng.choice([2, 4], n).tolist()
+    types = rng.choice(["V100", "P100", "K80"], n).tolist()
+    spec = cluster(sizes, types=types)
+    views = []
+    for i in range(4):
+        work = float(rng.uniform(100, 5000))
+        rate = {"V100": float(rng.uniform(5, 10)), "P100": float(rng.uniform(2, 6)), "K80": float(rng.uniform(0.5, 3))}
+        views.append(JobView(i, int(rng.choice([1, 2, 3, 4, 6])), work, work * float(rng.uniform(0.2, 1)),
+                             float(rng.uniform(0, 500)), rate))  # fmt: skip
+    comm = float(rng.choice([0.0, 0.05, 0.3]))
+    a = Allocator(spec, views, eta=float(rng.choice([0.1, 1.0, 100.0])), comm_fraction=comm,
+                  horizon=float(rng.uniform(500, 5000)), mix_types=mix_types)  # fmt: skip
+    state = tuple(int(rng.integers(0, c + 1)) for c in sizes)
+    for v in views:
+        values = []
+        for alloc in _all_allocations(a, v, state):
+            f = v.utility({a.types[h] for h, _ in alloc})
+            values.append(a.cost(state, alloc) + comm * (len(alloc) - 1) * f - f)
+        best = min(values, default=0.0)
+        found = a.find_alloc(v, state)
+        if best >= 0:
+            assert found is None
+        else:
+            assert found is not None and found[0] == pytest.approx(best, rel=1e-9, abs=1e-12)
+            assert sum(x for _, x in found[1]) == v.gpus and all(x <= state[h] for h, x in found[1])
+
+
 def _brute_force(a: Allocator, views: list[JobView], state: tuple[int, ...]) -> float:
     best = 0.0
     for mask in itertools.product((0, 1), repeat=len(views)):
@@ -151,6 +210,19 @@ def test_hadar_runs_a_gang_across_types_that_gavel_cannot():
     assert hadar["end_s"] == pytest.approx(3600 * 110.99685986392635 / 35.70344542111913)
     gavel = _run(Gavel(round_s=360.0), rows, spec).jobs.iloc[0]
     assert not gavel["finished"]
+
+
+def test_hadar_keeps_running_jobs_allocations_by_default():
+    # §IV-B: a round deals "with solely newly incoming jobs ... without changing the allocated
+    # resources of running jobs". c arrives while a and b hold both GPUs: by default it waits for
+    # one to finish; replan=True re-decides everything and pauses a and b to run c at once.
+    spec = cluster([1, 1], types=["V100", "K80"])
+    rows = [job("a", 0, 1, 7200, model=R50), job("b", 0, 1, 720, model=R50), job("c", 1000, 1, 720, model=LM)]
+    kept = _run(Hadar(), rows, spec).jobs.set_index("job_id")
+    assert (kept["preemptions"] == 0).all()
+    assert kept.loc["c", "first_start_s"] >= min(kept.loc["a", "end_s"], kept.loc["b", "end_s"])
+    moved = _run(Hadar(replan=True), rows, spec).jobs.set_index("job_id")
+    assert moved["preemptions"].sum() > 0 and moved.loc["c", "first_start_s"] < 1800
 
 
 def test_rounds_report_decision_time():

@@ -42,7 +42,8 @@ if TYPE_CHECKING:
 
 # The cluster a synthetic profile runs on when none is given.
 PROFILE_CLUSTERS = {"venus": "venus", "helios": "venus", "philly": "philly", "gfs": "gfs", "gfs-a100": "gfs-a100",
-                    "simple": "uniform:8x8", "uniform": "uniform:8x8", "hadar": "hadar-60"}  # fmt: skip
+                    "simple": "uniform:8x8", "uniform": "uniform:8x8", "hadar": "hadar-60",
+                    "hadar-uniform": "hadar-60"}  # fmt: skip
 
 
 @dataclass(frozen=True)

@@ -18,7 +18,7 @@ import pandas as pd
 from schedlab.errors import ConfigError, did_you_mean
 from schedlab.policies.castor.build import CastorParams, castor_builder, ssf
 from schedlab.policies.classic import orders
-from schedlab.policies.classic.tiresias import Tiresias, TiresiasParams
+from schedlab.policies.classic.tiresias import Tiresias, TiresiasParams, TiresiasTwoQueueParams
 from schedlab.policies.classic.yarn_cs import YarnCapacity, YarnParams
 from schedlab.policies.fairness.astraea import Astraea, AstraeaParams
 from schedlab.policies.fairness.fair_share import FairShare, GandivaFair, LeaseParams
@@ -154,6 +154,8 @@ POLICIES: dict[str, PolicyInfo] = {
                    _plain(orders.srsf)),
         PolicyInfo("tiresias", "discretised 2D-LAS, no duration needed; preemptive (NSDI'19)", "consolidate",
                    _keywords(Tiresias), TiresiasParams),
+        PolicyInfo("tiresias-2q", "Tiresias with two queues (threshold 3,600 GPU-s) and PromoteKnob disabled: "
+                   "the Hadar §IV-B baseline", "consolidate", _keywords(Tiresias), TiresiasTwoQueueParams),
         PolicyInfo("yarn-cs", "YARN capacity scheduler: per-tenant FIFO within capacity", "best-fit",
                    _keywords(YarnCapacity), YarnParams),
         PolicyInfo("astraea", "long-term GPU-time fairness: lowest tenant, then lowest job LTGF index first; "

@@ -2,8 +2,8 @@
 
 ``generate(profile, n_jobs, seed=...)`` returns a canonical :class:`Workload`. Every profile in
 :data:`PROFILES` is a frozen dataclass whose docstring says which statistic each number reproduces
-and where it was published; nothing is read from disk at run time, except by ``hadar``
-(:mod:`schedlab.workload.hadar`), which draws jobs from Gavel's Philly job distribution file.
+and where it was published; nothing is read from disk at run time, except by ``hadar`` and
+``hadar-uniform`` (:mod:`schedlab.workload.hadar`), which draw jobs from Philly trace files.
 
 How a job is made (all steps vectorised, one ``numpy.random.Generator`` passed down):
 
@@ -598,6 +598,7 @@ PROFILES: Mapping[str, Profile | HadarProfile] = MappingProxyType(
         "gfs": GfsProfile(),
         "gfs-a100": GfsA100Profile(),
         "hadar": HadarProfile(),
+        "hadar-uniform": HadarProfile(name="hadar-uniform", reading="uniform"),
     }
 )
 
@@ -619,10 +620,10 @@ def generate(
     fixed arrival rate instead of a target load: its window is ``n_jobs / jobs_per_day`` days and
     ``load`` is refused. Job ids are ``"<profile>-<i>"`` in submit order.
     """
-    if profile == "hadar":
+    if isinstance(PROFILES.get(profile), HadarProfile):
         if load is not None:
-            raise ConfigError("profile 'hadar' submits every job at time 0: a load does not apply")
-        return generate_hadar(n_jobs, seed=seed, profile=_replaced(PROFILES["hadar"], overrides))
+            raise ConfigError(f"profile {profile!r} submits every job at time 0: a load does not apply")
+        return generate_hadar(n_jobs, seed=seed, profile=_replaced(PROFILES[profile], overrides))
     params = _resolve(profile, cluster_gpus, load, overrides)
     if n_jobs < 1:
         raise ConfigError(f"n_jobs must be at least 1 (got {n_jobs})")

@@ -81,6 +81,16 @@ class TiresiasParams:
              "executed time (both since its last promotion); inf disables")  # fmt: skip
 
 
+@dataclass(frozen=True)
+class TiresiasTwoQueueParams(TiresiasParams):
+    """Tiresias as Hadar §IV-B configures its baseline: "two priority queues and its PromoteKnob
+    disabled". The text gives no threshold between the two queues; one GPU-hour is ours."""
+
+    thresholds_gpu_s: tuple[float, ...] = help_field(
+        (3600.0,), "attained GPU-seconds at which a job leaves Q0 for Q1 (one threshold: two queues)")
+    promote_knob: float = help_field(math.inf, "PROMOTEKNOB (inf: disabled, as Hadar §IV-B)")  # fmt: skip
+
+
 class Tiresias(PreemptiveScheduler):
     """Discretised 2D-LAS with FIFO queues and starvation promotion."""
 

@@ -17,24 +17,32 @@ job's tasks may sit on different GPU types and servers, each GPU holds at most o
   longest such job.
 * Cost of an allocation: the sum of the marginal prices of the GPUs it takes; payoff
   ``mu_j = f_j - cost`` (§III-B); a job is admitted only with ``mu_j > 0``.
-* FIND_ALLOC (Algorithm 2, lines 22-32): servers sorted by the job's throughput on their type;
-  candidates: every single server that holds the whole job (consolidated) and the fill of the
-  fastest servers in that order (non-consolidated), which pays a communication cost of
-  ``comm_fraction x f_j`` per extra server (the text gives no formula); the candidate of least
-  ``cost - f_j`` wins if its payoff is positive.
+* FIND_ALLOC (Algorithm 2, lines 22-32): the allocation of least ``cost + communication - f_j``
+  among all the text allows: consolidated on one server (line 24) or spread over several
+  (line 25), any number of GPUs per server, on any of the job's usable types (only one type with
+  ``mix_types=False``); admitted if its payoff is positive. A non-consolidated allocation pays a
+  communication cost of ``comm_fraction x f_j`` per extra server (lines 26-27; the text gives no
+  formula). The search is exact: for each type taken as the slowest one the job may use (which
+  fixes ``f_j``), a knapsack over the servers (sorted by the job's throughput, line 23) finds the
+  cheapest ``N_j`` GPUs, each server's marginal prices rising with its load (Eq. 5). Deviation
+  from the text's two candidates (fill the fastest servers in order; one consolidated server):
+  §III-B asks for the allocation of minimum cost (Eq. 4, 8), and the fill always pays the
+  near-top price of each server's last GPUs where a spread over lightly loaded servers costs less.
 * DP (Algorithm 2, lines 1-21): over the queue in arrival order, each job is either selected
   (FIND_ALLOC on the current server state) or skipped, minimising ``sum(cost - f)`` (Eq. 8),
   memoised on (job position, server state). Deviation: the DP covers the first ``dp_window``
   queued jobs (its state space grows exponentially with the queue); the rest are taken
   greedily in order, each admitted when its payoff is positive.
-* Every round in which a job arrived or finished since the last one re-decides all unfinished
-  jobs on the whole cluster (Fig. 1(b) moves tasks between rounds; a job whose allocation is
-  unchanged keeps running without a checkpoint-restart); a round with no arrival or completion
-  keeps the allocation (§IV-B: "dealing with solely newly incoming jobs in each scheduling round,
-  if no preemption exists"). ``replan=False`` instead only places queued jobs on free GPUs and
-  never moves a running job.
+* Decisions (§IV-B): "dealing with solely newly incoming jobs in each scheduling round, if no
+  preemption exists ... without changing the allocated resources of running jobs". In a round
+  with an arrival or a completion since the last one, the queued jobs are placed on the free GPUs;
+  running jobs keep theirs; other rounds change nothing. ``replan=True`` (an option, not the
+  text's default) instead re-decides all unfinished jobs on the whole cluster in such rounds (as
+  Fig. 1(b) moves tasks between rounds); a job whose allocation is unchanged keeps running
+  without a checkpoint-restart.
 
-Cost per round: O(window states x servers log servers) for the DP, O(queue x servers) after.
+Cost per round: O(window states x FIND_ALLOC) for the DP, O(queue x FIND_ALLOC) after; one
+FIND_ALLOC is O(types x servers x N_j x GPUs per server).
 """
 
 from __future__ import annotations
@@ -61,8 +69,8 @@ class HadarParams:
     dp_window: int = help_field(8, "queued jobs the dynamic programme decides jointly; the rest greedily")
     mix_types: bool = help_field(True, "a job's tasks may sit on different GPU types (False: one type per job, "
                                  "an ablation of task-level heterogeneity)")
-    replan: bool = help_field(True, "every round re-decide all unfinished jobs on the whole cluster (False: only "
-                              "queued jobs on the free GPUs, running jobs keep theirs)")
+    replan: bool = help_field(False, "re-decide all unfinished jobs on the whole cluster when a job arrives or ends "
+                              "(False, §IV-B: only queued jobs on the free GPUs, running jobs keep theirs)")
 
 
 def price(g: int, c: int, low: float, high: float, eta: float) -> float:
@@ -118,33 +126,52 @@ class Allocator:
         return total
 
     def find_alloc(self, job: JobView, state: tuple[int, ...]) -> tuple[float, Alloc] | None:
-        """Algorithm 2 FIND_ALLOC: (cost - utility, allocation) of the best candidate with a
-        positive payoff, or None."""
+        """Algorithm 2 FIND_ALLOC: (cost + communication - utility, allocation) of the allocation
+        of least value among all of ``job``'s allocations on ``state``, if that value is negative
+        (a positive payoff); else None."""
         order = sorted((h for h in range(len(state)) if state[h] and job.rate.get(self.types[h], 0) > 0),
                        key=lambda h: (-job.rate[self.types[h]], h))  # fmt: skip
-        candidates: list[tuple[Alloc, float]] = [([(h, job.gpus)], 0.0) for h in order if state[h] >= job.gpus]
-        if not self.mix_types:  # fill servers of the fastest type that has room for the whole job
-            for k in dict.fromkeys(self.types[h] for h in order):
-                if sum(state[h] for h in order if self.types[h] == k) >= job.gpus:
-                    order = [h for h in order if self.types[h] == k]
-                    break
-        spread: Alloc = []
-        need = job.gpus
-        for h in order:
-            if need == 0:
-                break
-            take = min(state[h], need)
-            spread.append((h, take))
-            need -= take
-        if need == 0 and len(spread) > 1:
-            candidates.append((spread, self.comm_fraction * (len(spread) - 1)))
         best: tuple[float, Alloc] | None = None
-        for alloc, comm in candidates:
-            f = job.utility({self.types[h] for h, _ in alloc})
-            value = self.cost(state, alloc) + comm * f - f
+        for k in dict.fromkeys(self.types[h] for h in order):  # k: the slowest type the job may use
+            if self.mix_types:
+                allowed = [h for h in order if job.rate[self.types[h]] >= job.rate[k]]
+            else:
+                allowed = [h for h in order if self.types[h] == k]
+            alloc = self._cheapest(job.gpus, allowed, state, self.comm_fraction * job.utility({k}))
+            if alloc is None:
+                continue
+            f = job.utility({self.types[h] for h, _ in alloc})  # the types it took may all be faster than k
+            value = self.cost(state, alloc) + self.comm_fraction * (len(alloc) - 1) * f - f
             if value < 0 and (best is None or value < best[0]):
                 best = (value, alloc)
         return best
+
+    def _cheapest(self, gpus: int, servers: list[int], state: tuple[int, ...], per_server: float) -> Alloc | None:
+        """The ``gpus`` GPUs of least price plus ``per_server`` for every server used, taken from
+        ``servers`` (in order; ties go to the earlier server): a knapsack over the servers, exact
+        because each server's marginal price rises with its load."""
+        best: list[tuple[float, Alloc] | None] = [(0.0, [])] + [None] * gpus  # GPUs taken -> (cost, allocation)
+        seen: dict[tuple[str, int, int], int] = {}
+        for h in servers:
+            key = (self.types[h], self.cap[h], state[h])
+            seen[key] = seen.get(key, 0) + 1
+            if seen[key] > gpus:  # more identical servers than the job has GPUs cannot help
+                continue
+            k, c = self.types[h], self.cap[h]
+            g = c - state[h]
+            steps = [price(g + i, c, self.low[k], self.high[k], self.eta) for i in range(min(state[h], gpus))]
+            nxt = list(best)
+            for n, entry in enumerate(best):
+                if entry is None:
+                    continue
+                total = entry[0] + per_server
+                for x, p in enumerate(steps[: gpus - n], start=1):
+                    total += p
+                    cur = nxt[n + x]
+                    if cur is None or total < cur[0]:
+                        nxt[n + x] = (total, [*entry[1], (h, x)])
+            best = nxt
+        return best[gpus][1] if best[gpus] is not None else None
 
     @staticmethod
     def take(state: tuple[int, ...], alloc: Alloc) -> tuple[int, ...]:
@@ -191,7 +218,7 @@ class Hadar(RoundPolicy):
     name = "hadar"
 
     def __init__(self, *, round_s: float = 360.0, eta: float = 1.0, comm_fraction: float = 0.05, dp_window: int = 8,
-                 replan: bool = True, mix_types: bool = True, table: ThroughputTable | None = GAVEL_BUILTIN) -> None:  # fmt: skip
+                 replan: bool = False, mix_types: bool = True, table: ThroughputTable | None = GAVEL_BUILTIN) -> None:  # fmt: skip
         super().__init__(round_s)
         self.replan = replan
         self.mix_types = mix_types

@@ -15,9 +15,10 @@
   (``checkpoint_s + restore_s``) plus ``fork_overhead_s`` (forking and merging; the paper gives no
   figure for it; 0 by default). A job running as a single copy whose allocation does not change
   keeps running, as under Hadar.
-* Decisions: as Hadar, a round with an arrival or a completion since the last one re-decides
-  every job on the whole cluster; any other round gives each job the same copies again (the
-  forked ones still pay the merge).
+* Decisions: a round with an arrival or a completion since the last one re-decides every job on
+  the whole cluster (Hadar's ``replan=True``; Hadar's default keeps running jobs, §IV-B, but a
+  forked job is merged and re-forked every round anyway, §V-B); any other round gives each job
+  the same copies again (the forked ones still pay the merge).
 
 Deviation: the paper's physical clusters give every node one GPU and a copy one GPU; here a copy
 holds the job's requested GPU count (a 4-GPU job's copies take 4 GPUs on each of their nodes).

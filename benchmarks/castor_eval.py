@@ -22,6 +22,7 @@ requested sizes.
 
     python benchmarks/castor_eval.py                  # everything, rewrites docs/castor.md's tables
     python benchmarks/castor_eval.py --part baselines # only the Lucid/Pollux block (castor, lucid, pollux)
+    python benchmarks/castor_eval.py --part pollux    # only the block on Pollux's workloads (castor_pollux.py)
     python benchmarks/castor_eval.py --seeds 2 --no-write
 """
 
@@ -338,9 +339,21 @@ def main() -> None:
     ap.add_argument("--processes", type=int, default=2)
     ap.add_argument("--no-write", action="store_true", help="print the tables, leave docs/castor.md alone")
     ap.add_argument("--csv", type=Path, help="also write every run's row here")
-    ap.add_argument("--part", choices=("all", "baselines"), default="all",
-                    help="baselines: only the Lucid/Pollux block (castor, lucid, pollux and their variants)")
+    ap.add_argument("--part", choices=("all", "baselines", "pollux"), default="all",
+                    help="baselines: only the Lucid/Pollux block (castor, lucid, pollux and their variants); "
+                         "pollux: only the block on Pollux's workloads")
     args = ap.parse_args()
+    if args.part == "pollux":
+        import castor_pollux
+
+        pollux_runs = castor_pollux.simulate(args.processes)
+        if args.csv:
+            pollux_runs.to_csv(args.csv, index=False)
+        text = castor_pollux.tables(pollux_runs)
+        print(text)
+        if not args.no_write:
+            write(text, "castor_pollux")
+        return
     everything = args.part == "all"
     runs = simulate(args.seeds, args.processes, (*POLICIES, "lucid", "pollux") if everything else ELASTIC_AND_PACKING)
     var_runs = variants(args.seeds, args.processes)

@@ -34,6 +34,9 @@ class Case:
     subprocess: bool = False
 
 
+POLLUX_WORKLOAD = "name,time,application,num_replicas,batch_size\nncf-0,29,ncf,1,32768\n"
+
+
 def one(fmt: str, name: str, text: str | None, *expect: str, **options: object) -> Case:
     """A case whose trace is the one file (or folder) ``name``."""
     return Case(fmt, name, {name: text}, expect, **options)
@@ -192,6 +195,11 @@ CASES: dict[str, Case] = {
     "tenant-map-missing-column": with_file("tiresias", "t.csv", CHRONUS, {"map.csv": "trace_tenant,to\nvc_a,6214e9\n"},
                                            "map.csv", "'cluster_tenant'", "missing",
                                            command="characterize", args=("--tenant-map", "{dir}/map.csv")),
+    # --- pollux-workload ------------------------------------------------------------------------
+    "pollux-workload-bad-time": one("pollux-workload", "workloads/workload-1.csv",
+                                    POLLUX_WORKLOAD + "cifar10-1,later,cifar10,6,2048\n", "row 2", "'time'", "'later'"),
+    "pollux-workload-no-traces": one("pollux-workload", "workloads/workload-1.csv", POLLUX_WORKLOAD,
+                                     "workload-1.csv", "traces folder not found"),
     # --- pollux-philly --------------------------------------------------------------------------
     "pollux-bad-timestamp": one("pollux-philly", "philly.csv", POLLUX + "yesterday,20.0,2,40.0,6214e9\n",
                                 "row 2", "'timestamp'", "'yesterday'"),

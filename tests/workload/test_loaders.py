@@ -32,8 +32,8 @@ def expect_error(path: Path, fmt: str, *, row: int | None, field: str, **options
 
 
 def test_registry_lists_every_format() -> None:
-    assert set(LOADERS) == {"helios", "philly", "tiresias", "pollux-philly", "gfs", "pai", "openb", "elasticflow",
-                            "sacct", "csv"}  # fmt: skip
+    assert set(LOADERS) == {"helios", "philly", "tiresias", "pollux-philly", "pollux-workload", "gfs", "pai", "openb",
+                            "elasticflow", "sacct", "csv"}  # fmt: skip
     for name, info in LOADERS.items():
         assert info.name == name and info.description and callable(info.function)
     assert LOADERS["csv"].options == ("columns", "time_unit", "time_format", "skip")

@@ -117,12 +117,20 @@ def memory_mib(p: ModelProfile, batch: float) -> float:
     return p.mem_base_mib + p.mem_per_sample_mib * batch
 
 
+# Trace model names that are a catalogue model under another name: Pollux's applications
+# ``cifar10`` (ResNet-18 on CIFAR-10) and ``ncf`` (NeuMF on MovieLens) are Lucid's ResNet18 and
+# NeuMF (Pollux, OSDI '21, Table 1). Pollux's bert, deepspeech2, imagenet (ResNet-50) and yolov3
+# have no catalogue counterpart and are drawn like model-less jobs.
+ALIASES = {"cifar10": "ResNet18", "ncf": "NeuMF"}
+
+
 def assign(job_id: str, seed: int, model: str = "") -> tuple[str, int]:
-    """A model and per-GPU batch size for a job: ``model`` when it is in the catalogue, else one
-    drawn uniformly from the catalogue, and one of the model's profiled batches, both by a hash
-    of ``(seed, job_id)``: the same job and seed always get the same pair, whatever the run
-    order or the policy."""
+    """A model and per-GPU batch size for a job: ``model`` when it is in the catalogue (directly
+    or through :data:`ALIASES`), else one drawn uniformly from the catalogue, and one of the
+    model's profiled batches, both by a hash of ``(seed, job_id)``: the same job and seed always
+    get the same pair, whatever the run order or the policy."""
     h = zlib.crc32(f"{seed}:{job_id}".encode())
     names = list(CATALOGUE)
+    model = ALIASES.get(model, model)
     p = CATALOGUE[model] if model in CATALOGUE else CATALOGUE[names[h % len(names)]]
     return p.name, p.batches[(h // len(names)) % len(p.batches)]

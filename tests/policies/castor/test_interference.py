@@ -69,3 +69,18 @@ def test_pair_features_join_the_single_job_profiles(shared_data: Path) -> None:
     feats = pair_features(pairs, pd.read_csv(lucid / "analyzer" / "single_data.csv"))
     assert len(pairs) == 1388 and len(feats) == 1388
     assert feats[["xi1", "xi2"]].stack().between(0.5, 3).all()  # 1/speed; noise reaches below 1
+
+
+def test_xi_max_stretches_the_run_and_the_decisions_to_the_papers_range() -> None:
+    from schedlab.policies.castor.build import CastorParams, xi_sources
+    from schedlab.policies.castor.interference import PAPER_XI_MAX, ScaledXi, UtilisationXi
+
+    base = UtilisationXi()
+    scaled = ScaledXi.to_range(base, base.largest, PAPER_XI_MAX)
+    assert scaled.xi("ResNet18", 128, "MobileNetV3", 128) == pytest.approx(
+        1 + 5 * (base.xi("ResNet18", 128, "MobileNetV3", 128) - 1))
+    assert ScaledXi(base, 1.0).xi("VGG", 32, "DCGAN", 64) == base.xi("VGG", 32, "DCGAN", 64)
+    truth, decide = xi_sources(CastorParams(xi_max=PAPER_XI_MAX))
+    assert truth is decide and truth.k == pytest.approx(5.0)  # the utilisation model tops out at 2
+    with pytest.raises(ValueError, match="xi_max"):
+        CastorParams(xi_max=0.5)

@@ -10,7 +10,14 @@ from typing import Any
 import pandas as pd
 
 from schedlab.errors import InputError
-from schedlab.policies.castor.interference import MeasuredXi, TreeXi, UtilisationXi, pair_features, read_pairs
+from schedlab.policies.castor.interference import (
+    MeasuredXi,
+    ScaledXi,
+    TreeXi,
+    UtilisationXi,
+    pair_features,
+    read_pairs,
+)
 from schedlab.policies.castor.sjf_bsbf import SjfBsbf
 from schedlab.policies.common.placers import Placer
 from schedlab.policies.common.queues import QueueScheduler
@@ -31,16 +38,30 @@ class CastorParams:
     predictor: str = help_field("table", "xi the policy decides with: table (the run's own xi), tree (regression "
                                          "tree trained on Lucid's pairs; needs lucid), util (utilisation model)")
     gpu_mem_gib: float = help_field(48.0, "GPU memory for the pair feasibility check (the A6000 of Castor §9.1)")
+    xi_max: float = help_field(0.0, "stretch every xi (the run's and the decisions') linearly, 1 + k (xi - 1), so "
+                                    "the source's largest becomes xi_max; Castor §3.3 measures up to 6 (Lucid's "
+                                    "table: 2.25); 0 = the source as is")
 
     def __post_init__(self) -> None:
         if self.predictor not in PREDICTORS:
             raise ValueError(f"predictor must be one of {', '.join(PREDICTORS)}, got {self.predictor!r}")
         if self.predictor == "tree" and not self.lucid:
             raise ValueError("predictor=tree trains on Lucid's pairs: set lucid=FOLDER")
+        if self.xi_max != 0 and not self.xi_max >= 1:
+            raise ValueError(f"xi_max must be 0 (off) or >= 1, got {self.xi_max!r}")
 
 
 def xi_sources(params: CastorParams) -> tuple[XiSource, XiSource]:
-    """(the run's xi, the xi the policy decides with)."""
+    """(the run's xi, the xi the policy decides with), both stretched to ``xi_max`` when set:
+    ``k`` is fixed by the run's source, so a predictor is stretched by the same factor."""
+    truth, decide = _unscaled_sources(params)
+    if not params.xi_max:
+        return truth, decide
+    scaled = ScaledXi.to_range(truth, truth.largest, params.xi_max)  # type: ignore[attr-defined]  # a run's xi is MeasuredXi or UtilisationXi, both have largest
+    return scaled, scaled if decide is truth else ScaledXi(decide, scaled.k)
+
+
+def _unscaled_sources(params: CastorParams) -> tuple[XiSource, XiSource]:
     if not params.lucid:
         truth: XiSource = UtilisationXi()
         return truth, truth

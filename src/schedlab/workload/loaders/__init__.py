@@ -25,6 +25,7 @@ from schedlab.workload.loaders.openb import load_openb
 from schedlab.workload.loaders.pai import load_pai
 from schedlab.workload.loaders.philly import load_philly
 from schedlab.workload.loaders.pollux import load_pollux_philly
+from schedlab.workload.loaders.pollux_workload import load_pollux_workload
 from schedlab.workload.loaders.sacct import load_sacct
 from schedlab.workload.loaders.tiresias import load_tiresias
 from schedlab.workload.schema import Workload
@@ -60,6 +61,11 @@ LOADERS: MappingProxyType[str, LoaderInfo] = _registry(
     LoaderInfo("tiresias", "Tiresias / Chronus job CSV (job_id, num_gpu, submit_time, duration)", load_tiresias),
     LoaderInfo(
         "pollux-philly", "Pollux's Philly excerpt philly.csv (timestamp, duration, num_gpus, cluster)", load_pollux_philly
+    ),
+    LoaderInfo(
+        "pollux-workload",
+        "Pollux's simulator workload-N.csv (name, time, application, num_replicas, batch_size); durations from its traces",
+        load_pollux_workload,
     ),
     LoaderInfo("gfs", "Alibaba GFS spot-GPU job_info_df.csv (ASPLOS '26)", load_gfs),
     LoaderInfo("pai", "Alibaba PAI 2020 pai_job_table + pai_task_table (NSDI '22)", load_pai, folder=True),

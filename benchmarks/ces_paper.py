@@ -32,6 +32,7 @@ from schedlab.energy.ces import CESConfig
 from schedlab.experiments.ces_forecast import REPORT_LEADS, score_table, wins
 from schedlab.energy.report import table5
 from schedlab.experiments.ces_replay import VC_FILE, load_node_series, replay, replay_pool
+from schedlab.predict.node_demand_eval import ChoiceRule
 
 ROOT = Path(__file__).resolve().parents[1]
 DOC = ROOT / "docs" / "helios-ces.md"
@@ -118,7 +119,7 @@ def forecast_section(plans: dict[str, object]) -> str:
         rows = table[table["lead"] == lead]
         seasonal = int(np.sum(rows["smape_gbdt"] < rows["smape_seasonal"] - 1e-9))
         summary.append(f"| {LEAD_NAMES[lead]} | {won} of {n} | {seasonal} of {n} |")
-    summary += ["", "Validation week, SMAPE averaged over leads 10 min .. 3 h (the choice of the forecaster CES uses):", "",
+    summary += ["", "Validation week, SMAPE averaged over leads 10 min .. 3 h (what the choice rule reads):", "",
                 "| series | GBDT | last value | seasonal naive | CES uses |", "|---|---|---|---|---|"]
     for plan in plans.values():
         val = pd.DataFrame([vars(s) for s in plan.validation]).groupby(["series", "forecaster"], sort=False)["smape"].mean()
@@ -126,8 +127,8 @@ def forecast_section(plans: dict[str, object]) -> str:
             summary.append(f"| {label(name)} | " + " | ".join(f"{val[(name, x)]:.3f} %" for x in ("gbdt", "last", "seasonal"))
                            + f" | {f} |")  # fmt: skip
     fallback = sorted(label(k) for k, v in chosen.items() if v != "gbdt")
-    note = ["", f"CES uses GBDT on {sum(v == 'gbdt' for v in chosen.values())} of {len(chosen)} series; it falls back "
-            f"(validation week, SMAPE averaged over the leads 10 min .. 3 h it reads) on: "
+    note = ["", f"CES uses GBDT on {sum(v == 'gbdt' for v in chosen.values())} of {len(chosen)} series; the choice "
+            f"rule (margin {ChoiceRule().margin * 100:.0f} %, no lead worse) keeps a baseline on: "
             + (", ".join(f"{k} ({chosen[[c for c in chosen if label(c) == k][0]]})" for k in fallback) or "none") + "."]  # fmt: skip
     return "\n".join(lines + summary + note)
 

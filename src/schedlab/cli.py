@@ -332,6 +332,9 @@ def simulate(
                       highlight=False, markup=False)  # fmt: skip
     console.print(Columns([breakdown_table(summary, "sizes", title="by job size (GPUs)"),
                            breakdown_table(summary, "tenants", title="by tenant")]))  # fmt: skip
+    if ces:
+        console.print(f"CES forecaster at the end of the run: [bold]{summary['ces']['forecaster']}[/] "
+                      f"({escape(summary['ces']['choice_reason'])})")  # fmt: skip
     console.print(f"results in [bold]{escape(str(out))}[/]  (draw plots: schedlab report {escape(str(out))})")
 
 
@@ -590,7 +593,8 @@ def ces_replay(
     series: Annotated[Path, typer.Option("--series", help="Node series: CSV time,active,total; a Helios VC cluster_sequence_vc.csv; or a folder of VC folders.")],
     out: Annotated[Path, typer.Option("--out", "-o", help="Output directory.")],
     test_days: Annotated[float, typer.Option("--test-days", min=0.05, help="Replay the last N days (from a midnight); the forecaster trains on what comes before.")] = 14.0,
-    val_days: Annotated[float, typer.Option("--val-days", min=1.0, help="Days before the replay on which GBDT, last-value and seasonal-naive forecasts are compared; CES uses the best.")] = 7.0,
+    val_days: Annotated[float, typer.Option("--val-days", min=1.0, help="Days before the replay on which GBDT, last-value and seasonal-naive forecasts are compared; CES keeps the last value unless another beats it by --choice-margin (and at every lead).")] = 7.0,
+    choice_margin: Annotated[float, typer.Option("--choice-margin", min=0.0, max=0.99, help="Relative SMAPE gain over the last value a forecaster needs on the validation days to replace it.")] = 0.10,
     buffer: Annotated[Optional[int], typer.Option("--buffer", min=0, help="Buffer nodes kept on beyond demand (default: 20 per 420 nodes, the Helios artifact's Philly setting).")] = None,
     history_checks: Annotated[int, typer.Option("--history-checks", min=1, help="RecentNodesTrend window, in 10-minute checks (paper: about 1 h).")] = 6,
     future_steps: Annotated[int, typer.Option("--future-steps", min=1, max=18, help="FutureNodesTrend window, in 10-minute steps (paper: 3 h).")] = 18,
@@ -619,23 +623,22 @@ def ces_replay(
     from schedlab.experiments.ces_replay import run_replay
     from schedlab.experiments.outdir import check_out
     from schedlab.metrics.tables import metrics_table
+    from schedlab.predict.node_demand_eval import ChoiceRule
 
     check_out(out, force=force)
     config = CESConfig(history_checks=history_checks, future_steps=future_steps, history_threshold=history_threshold,
                        forecast_threshold=forecast_threshold, boot_s=boot_s, cooling_factor=cooling)  # fmt: skip
     with _run_dir(ctx, out, force, settings=config) as stage, console.status("choosing the forecaster and replaying ..."):
         summary = run_replay(series, stage, config=config, seed=seed, test_days=test_days, val_days=val_days,
-                             buffer=buffer, holidays=tuple(holiday or ()), gpus_per_node=gpus_per_node)  # fmt: skip
+                             buffer=buffer, holidays=tuple(holiday or ()), gpus_per_node=gpus_per_node,
+                             rule=ChoiceRule(margin=choice_margin))  # fmt: skip
     rows = {label: {f"{name} ({unit})": _scaled(summary[block][key], scale) for key, name, unit, scale in _CES_METRICS}
             for block, label in (("ces", "CES"), ("vanilla_drs", "vanilla DRS"))}  # fmt: skip
     console.print(metrics_table(rows, title=f"CES replay, buffer {summary['ces']['config']['buffer_nodes']} nodes"))
     for row in summary["forecast_scores"]:
         console.print(f"forecast SMAPE {row['lead'] * 10} min ahead: GBDT {row['smape_gbdt']:.2f} %, "
                       f"last value {row['smape_last']:.2f} %, seasonal naive {row['smape_seasonal']:.2f} %")  # fmt: skip
-    if summary["fallback"]:
-        console.print(f"CES forecaster: [bold]{summary['forecaster']}[/] (fallback: GBDT lost to it on the validation days)")
-    else:
-        console.print("CES forecaster: [bold]gbdt[/] (best on the validation days)")
+    console.print(f"CES forecaster: [bold]{summary['forecaster']}[/] ({escape(summary['choice_reason'])})")
     console.print(f"results in [bold]{escape(str(out))}[/]")
 
 

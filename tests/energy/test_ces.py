@@ -24,7 +24,9 @@ from schedlab.energy.ces import (
 )
 from schedlab.energy.policy import CESPolicy
 from schedlab.experiments.ces_replay import replay, run_replay
+from schedlab.predict import node_demand_eval
 from schedlab.predict.node_demand import ForecastConfig
+from schedlab.predict.node_demand_eval import ChoiceRule
 from schedlab.policies.registry import make_policy
 from schedlab.sim.engine import SimConfig, Simulation
 from simkit import cluster, job, workload
@@ -137,6 +139,9 @@ def test_run_replay_writes_both_blocks(tmp_path) -> None:
     assert saved["smape"] == pytest.approx(summary["smape"]) and np.isfinite(saved["smape"])
     assert saved["forecaster"] in ("gbdt", "last", "seasonal") and saved["fallback"] == (saved["forecaster"] != "gbdt")
     assert saved["ces"]["forecaster"] == saved["forecaster"] and saved["vanilla_drs"]["config"]["buffer_nodes"] == 0
+    # 2 validation days are fewer than the rule's 7: the last value is kept, and the summary says why
+    assert saved["forecaster"] == "last" and "validation window is 2.0 days" in saved["choice_reason"]
+    assert saved["choice_rule"] == {"margin": 0.1, "min_val_days": 7.0, "min_train_days": 14.0}
     for block in ("ces", "vanilla_drs"):
         assert set(TABLE5) <= set(saved[block])
     assert saved["ces"]["node_util_after"] >= saved["ces"]["node_util_before"]
@@ -163,7 +168,8 @@ def test_wrapper_keeps_jobs_finishing_and_only_idle_nodes_go_off(use_forecast: b
     rows = [job(f"j{i}", float(s), int(rng.choice([1, 2, 4, 8, 16])), float(rng.exponential(3600)))
             for i, s in enumerate(submit)]  # fmt: skip
     cfg = CESConfig(use_forecast=use_forecast, buffer_nodes=1, history_threshold=1.0)
-    policy = CESPolicy(make_policy("fifo", rng=np.random.default_rng(0)), cfg, seed=0, min_train_days=1.0)
+    short = ChoiceRule(min_val_days=1.0, min_train_days=1.0)  # lets the 4-day run fit and score forecasters
+    policy = CESPolicy(make_policy("fifo", rng=np.random.default_rng(0)), cfg, seed=0, rule=short, val_days=1.0)
     spec = cluster([8] * 6)
     seen_busy_off: list[int] = []
     sim = Simulation(workload(rows), spec, policy)
@@ -181,6 +187,43 @@ def test_wrapper_keeps_jobs_finishing_and_only_idle_nodes_go_off(use_forecast: b
     block = policy.energy_report(len(spec.nodes))
     assert block["nodes_off_mean"] > 0 and block["kwh_saved"] > 0
     assert set(TABLE5) <= set(block)
+    if use_forecast:
+        assert block["choices"] and block["forecaster"] == block["choices"][-1]["forecaster"]
+        assert block["choice_reason"] == block["choices"][-1]["reason"]
+
+
+def test_ces_and_simulate_ces_choose_the_forecaster_by_the_same_rule(tmp_path, monkeypatch) -> None:
+    """`schedlab ces` and `schedlab simulate --ces` both call node_demand_eval.validate with the
+    default ChoiceRule, and both say which forecaster they use and why."""
+    from typer.testing import CliRunner
+
+    from schedlab.cli import app
+
+    calls: list[str] = []
+    real = node_demand_eval.validate
+
+    def spy(series, *args, rule, **kwargs):
+        calls.append(next(iter(series)))
+        assert rule == ChoiceRule()
+        return real(series, *args, rule=rule, **kwargs)
+
+    monkeypatch.setattr(node_demand_eval, "validate", spy)
+    idx = pd.date_range("2021-03-01", periods=6 * 1440, freq="1min")
+    active = np.round(30 + 15 * np.sin(2 * np.pi * (idx.hour * 60 + idx.minute).to_numpy() / 1440)).astype(int)
+    pd.DataFrame({"time": idx, "active": active, "total": 60}).to_csv(tmp_path / "nodes.csv", index=False)
+    runner = CliRunner()
+    replayed = runner.invoke(app, ["ces", "--series", str(tmp_path / "nodes.csv"), "--test-days", "2", "--val-days", "1",
+                                   "--out", str(tmp_path / "replay")])  # fmt: skip
+    assert replayed.exit_code == 0, replayed.output
+    assert calls == ["nodes.csv"]
+    assert "CES forecaster: last (last value kept: the validation window is 1.0 days" in " ".join(replayed.output.split())
+    simulated = runner.invoke(app, ["simulate", "--synthetic", "venus", "--jobs", "300", "--ces", "--no-progress",
+                                    "--out", str(tmp_path / "sim")])  # fmt: skip
+    assert simulated.exit_code == 0, simulated.output
+    assert calls[1:] and set(calls[1:]) == {"run"}  # the simulation's running-node series
+    ces = json.loads((tmp_path / "sim" / "summary.json").read_text())["ces"]
+    assert ces["forecaster"] == "last" and "the validation window is" in ces["choice_reason"]
+    assert "CES forecaster at the end of the run: last" in " ".join(simulated.output.split())
 
 
 def test_ces_command_defaults_are_the_config_defaults() -> None:
@@ -196,6 +239,7 @@ def test_ces_command_defaults_are_the_config_defaults() -> None:
     assert defaults["forecast_threshold"] == cfg.forecast_threshold
     assert defaults["boot_s"] == cfg.boot_s and defaults["cooling"] == cfg.cooling_factor
     assert defaults["buffer"] is None  # paper_buffer of the series' size
+    assert defaults["choice_margin"] == ChoiceRule().margin
 
 
 @pytest.mark.parametrize("cells, field, shown", [

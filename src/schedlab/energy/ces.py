@@ -25,8 +25,8 @@ Table 5: RecentNodesTrend ``>= 0.1`` (on whole nodes: any decrease) and FutureNo
 ``>= 0`` (the forecast does not rise), compared with ``>=`` as there (the paper's "larger than
 the thresholds" with the artifact's values); the buffer is :func:`paper_buffer`, the artifact's
 Philly buffer (20 of 420 nodes) scaled to the cluster, which gives the artifact's Earth buffer,
-5, on the 101 nodes of the Earth VCs here. With a last-value forecast (the fallback when GBDT
-loses to it) FutureNodesTrend is 0 and CES acts on RecentNodesTrend alone, with its buffer.
+5, on the 101 nodes of the Earth VCs here. With a last-value forecast (kept unless a candidate
+beats it by the margin of :class:`schedlab.predict.node_demand_eval.ChoiceRule`) FutureNodesTrend is 0 and CES acts on RecentNodesTrend alone, with its buffer.
 
 Energy model: a powered-down node saves its idle draw (DGX-1: about 800 W, §4.3.3) plus the
 cooling for it, "the cooling infrastructure typically consumes twice the energy as the

@@ -8,15 +8,22 @@ service acts through the context with ``ctx.power_off`` (idle, booted nodes only
   instant and are still pending: when the job's pool has fewer idle powered nodes plus
   booting nodes than the job needs whole nodes, the missing nodes plus the buffer boot.
 * PeriodicCheck runs on a timer every ``check_s``. The running count ``r`` is the number of
-  booted nodes holding work. Its samples are the forecaster's history, so the forecaster
-  (retrained once a simulated day) only ever sees the run so far.
+  booted nodes holding work. Its samples are the forecaster's history, so the forecaster only
+  ever sees the run so far.
+* The forecaster is chosen as ``schedlab ces`` chooses it, by
+  :func:`schedlab.predict.node_demand_eval.validate` and its :class:`ChoiceRule`: every
+  ``val_days`` of simulated time, on the last ``val_days`` of the run (rolling origin, refitted
+  daily) with the run before them as history; a chosen GBDT is refitted on the whole run every
+  ``retrain_s`` (a simulated day) in between. Last-value persistence is used until a candidate beats it by
+  the rule's margin, in particular for as long as the run is shorter than the rule's
+  validation window plus its training history (7 + 14 days by default). With persistence
+  FutureNodesTrend is 0 and CES acts on RecentNodesTrend with its buffer.
 
 Deviations: the trends and the forecast are cluster-wide, as in §4.3, while nodes belong to
 pools (VCs): a power-down takes idle nodes from the pool with the most idle powered nodes
 first; no node of a pool with a pending job is powered down, and each check repeats
 JobArrivalCheck for the oldest pending job of each pool (a job queued behind others would
-otherwise wait for nodes nobody wakes, since only arrivals trigger a wake-up); until the forecaster
-has ``min_train_days`` of history, CES powers nothing down (vanilla DRS needs no forecast).
+otherwise wait for nodes nobody wakes, since only arrivals trigger a wake-up).
 """
 
 from __future__ import annotations
@@ -36,7 +43,9 @@ from schedlab.energy.ces import CESConfig, arrival_check, history_trend, periodi
 from schedlab.energy.report import plot_nodes, table5
 from schedlab.extras import require
 from schedlab.sim.policy import Context, Policy, WrappedPolicy
-from schedlab.predict.node_demand import ForecastConfig, NodeDemandForecaster, smape
+from schedlab.predict import node_demand_eval
+from schedlab.predict.node_demand import ForecastConfig, NodeDemandForecaster, as_steps, smape
+from schedlab.predict.node_demand_eval import PERSISTENCE, Choice, ChoiceRule, forecast_ahead
 from schedlab.sim.job import PENDING, Job
 
 DEFAULT_ORIGIN = "2020-01-06"  # a Monday: calendar features for workloads without dates
@@ -62,7 +71,8 @@ class CESPolicy(WrappedPolicy):
         *,
         seed: int,
         forecast: ForecastConfig | None = None,
-        min_train_days: float = 2.0,
+        rule: ChoiceRule | None = None,
+        val_days: float = 7.0,
         retrain_s: float = 86400.0,
     ) -> None:
         if config.use_forecast:
@@ -72,7 +82,8 @@ class CESPolicy(WrappedPolicy):
         self.name = f"{inner.name}+{'ces' if config.use_forecast else 'drs'}"
         self.forecast_config = forecast or ForecastConfig(step=f"{int(config.check_s)}s")
         self.seed = seed
-        self.min_train_days = min_train_days
+        self.rule = rule or ChoiceRule()
+        self.val_days = val_days
         fc = self.forecast_config
         self._context_steps = fc.context_steps
         self.retrain_s = retrain_s
@@ -81,7 +92,10 @@ class CESPolicy(WrappedPolicy):
         self._waiting: dict[str, deque[Job]] = {}  # per pool, in arrival order
         self._origin = pd.Timestamp(DEFAULT_ORIGIN)
         self._model: NodeDemandForecaster | None = None
+        self._choice = Choice(PERSISTENCE, "last value kept: no forecast issued yet", {})
+        self.choices: list[dict[str, Any]] = []  # every choice made: time, forecaster, reason
         self._trained_at = -math.inf
+        self._chosen_at = -math.inf
         self._booting: dict[str, int] = {}
         self._delayed: set[int] = set()
         self.wakeups: list[int] = []
@@ -202,23 +216,43 @@ class CESPolicy(WrappedPolicy):
                 heads[pool] = queue[0]
         return heads
 
-    def _forecast(self) -> list[float] | None:
-        """The next ``future_steps`` samples of the running count, or None before the
-        forecaster has enough history."""
+    def _forecast(self) -> list[float]:
+        """The next ``future_steps`` samples of the running count by the chosen forecaster,
+        chosen again every ``val_days``; a chosen GBDT is refitted every ``retrain_s``."""
         log = self.log
-        step = self.config.check_s
-        if len(log.running) * step < self.min_train_days * 86400.0:
-            return None
         history = pd.Series(
             np.asarray(log.running, dtype=float),
             index=self._origin + pd.to_timedelta(np.asarray(log.time_s), unit="s"),
         )
-        history = history.asfreq(self.forecast_config.step, method="ffill")
-        if self._model is None or log.time_s[-1] - self._trained_at >= self.retrain_s:
-            self._model = NodeDemandForecaster(self.forecast_config, seed=self.seed).fit(history)
-            self._trained_at = log.time_s[-1]
-        steps = min(self.config.future_steps, self.forecast_config.lead_steps)
-        return self._model.forecast(history.iloc[-self._context_steps :], steps).tolist()
+        steps = as_steps(history.asfreq(self.forecast_config.step, method="ffill"))
+        now = log.time_s[-1]
+        if now - self._chosen_at >= self.val_days * 86400.0:
+            self._choose(steps)
+            self._chosen_at = self._trained_at = now
+        elif self._model is not None and now - self._trained_at >= self.retrain_s:
+            self._model = NodeDemandForecaster(self.forecast_config, seed=self.seed).fit(steps)
+            self._trained_at = now
+        count = min(self.config.future_steps, self.forecast_config.lead_steps)
+        if self._model is not None:
+            return self._model.forecast(steps.iloc[-self._context_steps :], count).tolist()
+        day_steps = round(pd.Timedelta("1D") / pd.Timedelta(self.forecast_config.step))
+        return forecast_ahead(steps, self._choice.forecaster, count, day_steps).tolist()
+
+    def _choose(self, steps: pd.DataFrame) -> None:
+        """Choose the forecaster on the last ``val_days`` of the run by the rule ``schedlab ces``
+        uses; fit the GBDT on the whole run when it is chosen."""
+        step = pd.Timedelta(self.forecast_config.step)
+        val_end = steps.index[-1] + step
+        val_start = max(val_end - pd.Timedelta(days=self.val_days), steps.index[0])
+        leads = list(range(1, min(self.config.future_steps, self.forecast_config.lead_steps) + 1))
+        choices, _ = node_demand_eval.validate({"run": steps}, val_start, val_end, leads, rule=self.rule,
+                                               seed=self.seed, config=self.forecast_config)  # fmt: skip
+        choice = choices["run"]
+        self._model = None
+        if choice.forecaster == "gbdt":
+            self._model = NodeDemandForecaster(self.forecast_config, seed=self.seed).fit(steps)
+        self.choices.append({"time_s": self.log.time_s[-1], "forecaster": choice.forecaster, "reason": choice.reason})
+        self._choice = choice
 
     def _idle_w(self, ctx: Context, node: int) -> float:
         """The node's idle draw, or the configured one when its spec gives none."""
@@ -242,6 +276,8 @@ class CESPolicy(WrappedPolicy):
                        wakeups=self.wakeups, jobs_delayed=len(self._delayed), config=self.config,
                        off_watts=np.asarray(log.off_watts))  # fmt: skip
         block.update(power_downs=self.power_downs, policy=self.name, **self._accuracy())
+        if self.config.use_forecast:
+            block.update(forecaster=self._choice.forecaster, choice_reason=self._choice.reason, choices=self.choices)
         return block
 
     def _accuracy(self) -> dict[str, float | None]:

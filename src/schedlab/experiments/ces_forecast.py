@@ -3,10 +3,11 @@ and the forecasts a replay uses (Helios §4.3.2-4.3.3).
 
 :func:`forecast_plan` takes one or more step series (a pool: the forecaster trains on all of
 them, as on the Earth VCs), scores GBDT, last-value and seasonal-naive forecasts rolling-origin
-on a validation period at every lead the CES service reads, keeps per series the best of them (the fallback of
-:mod:`schedlab.predict.node_demand_eval`), scores all three the same way on the test period that
-follows, and returns the chosen forecaster's forecasts over the test period at every lead the
-CES service reads.
+on a validation period at every lead the CES service reads and chooses per series by the rule
+of :mod:`schedlab.predict.node_demand_eval` (:func:`~schedlab.predict.node_demand_eval.validate`;
+persistence unless a candidate beats it by the margin), scores all three the same way on the
+test period that follows, and returns the chosen forecaster's forecasts over the test period at
+every lead the CES service reads.
 """
 
 from __future__ import annotations
@@ -19,18 +20,20 @@ import pandas as pd
 
 from schedlab.errors import ConfigError
 from schedlab.predict.node_demand import ForecastConfig
-from schedlab.predict.node_demand_eval import Score, baseline, choose, rolling_gbdt, score
+from schedlab.predict import node_demand_eval
+from schedlab.predict.node_demand_eval import Choice, ChoiceRule, Score, baseline, rolling_gbdt, score
 
 REPORT_LEADS = (1, 6, 18)  # 10 min, 1 h, 3 h at 10-minute steps
 
 
 @dataclass
 class ForecastPlan:
-    """What :func:`forecast_plan` found: per series the chosen forecaster, the validation and
-    test scores, and the chosen forecaster's forecasts for the test period (indexed by target
-    step, column ``k - 1`` made ``k`` steps ahead)."""
+    """What :func:`forecast_plan` found: per series the chosen forecaster (and the rule's
+    reason), the validation and test scores, and the chosen forecaster's forecasts for the test
+    period (indexed by target step, column ``k - 1`` made ``k`` steps ahead)."""
 
     chosen: dict[str, str]
+    choices: dict[str, Choice]
     validation: list[Score]
     test: list[Score]
     ahead: dict[str, pd.DataFrame]
@@ -59,20 +62,22 @@ def forecast_plan(
     *,
     seed: int,
     future_steps: int,
+    rule: ChoiceRule | None = None,
     config: ForecastConfig | None = None,
     holidays: Iterable[str | pd.Timestamp] = (),
     leads: Sequence[int] = REPORT_LEADS,
 ) -> ForecastPlan:
-    """Choose per series on ``[val_start, test_start)`` by the SMAPE averaged over the leads CES
-    reads (``1..future_steps``), score ``leads`` on ``[test_start, test_end)``, and forecast the
-    test period ``1..future_steps`` ahead with each series' chosen forecaster."""
+    """Choose per series on ``[val_start, test_start)`` by ``rule`` (default
+    :class:`ChoiceRule`) over the leads CES reads (``1..future_steps``), score ``leads`` on
+    ``[test_start, test_end)``, and forecast the test period ``1..future_steps`` ahead with each
+    series' chosen forecaster."""
     config = config or ForecastConfig()
     day_steps = round(pd.Timedelta("1D") / pd.Timedelta(config.step))
     kw = dict(seed=seed, config=config, holidays=holidays)
     ahead_leads = list(range(1, future_steps + 1))
-    val = rolling_gbdt(series, val_start, test_start, ahead_leads, **kw)
-    validation = score(series, val, val_start, test_start, ahead_leads, day_steps, config.step)
-    chosen = choose(validation)
+    choices, validation = node_demand_eval.validate(series, val_start, test_start, ahead_leads,
+                                                    rule=rule or ChoiceRule(), **kw)  # fmt: skip
+    chosen = {name: c.forecaster for name, c in choices.items()}
     test_leads = sorted(set(leads) | (set(ahead_leads) if "gbdt" in chosen.values() else set()))
     test = rolling_gbdt(series, test_start, test_end, test_leads, **kw)
     scores = score(series, {n: f[list(leads)] for n, f in test.items()}, test_start, test_end, leads, day_steps,
@@ -87,7 +92,7 @@ def forecast_plan(
         frame = frame[window]
         frame.columns = range(len(ahead_leads))
         ahead[name] = frame
-    return ForecastPlan(chosen, validation, scores, ahead, val_start, test_start, test_end)
+    return ForecastPlan(chosen, choices, validation, scores, ahead, val_start, test_start, test_end)
 
 
 def score_table(scores: Sequence[Score]) -> pd.DataFrame:

@@ -2,7 +2,8 @@
 
 A series gives, per minute, the nodes running work (``active``) and the nodes of the cluster
 (``total``). The service is replayed over the last ``test_days`` only; its forecaster is chosen
-on the ``val_days`` before them and forecasts rolling-origin (refitted daily on the steps before
+on the ``val_days`` before them by the rule of :mod:`schedlab.predict.node_demand_eval`
+(persistence unless a candidate beats it by a margin) and forecasts rolling-origin (refitted daily on the steps before
 each day, :mod:`schedlab.experiments.ces_forecast`), so no decision sees data from its future.
 
 In a replay the recorded demand cannot move, so *delay* is measured, not simulated: a
@@ -17,7 +18,7 @@ from __future__ import annotations
 import math
 from collections import deque
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -30,6 +31,7 @@ from schedlab.errors import ConfigError, InputError
 from schedlab.metrics.summary import write_summary
 from schedlab.experiments.ces_forecast import ForecastPlan, forecast_plan, periods, score_table
 from schedlab.predict.node_demand import ForecastConfig, to_steps
+from schedlab.predict.node_demand_eval import ChoiceRule
 
 VC_FILE = "cluster_sequence_vc.csv"
 
@@ -181,10 +183,11 @@ def replay_pool(
     replay_step: str | None = "10min",
     forecast_config: ForecastConfig | None = None,
     holidays: tuple[str, ...] = (),
+    rule: ChoiceRule | None = None,
 ) -> tuple[ForecastPlan, dict[str, dict[str, Any]], dict[str, dict[str, np.ndarray]], dict[str, pd.DataFrame]]:
     """Replay CES and vanilla DRS on each per-minute ``active``/``total`` frame over its last
     ``test_days``. One forecaster is trained on all frames (rolling origin, refitted daily);
-    each series uses the forecaster chosen for it on the ``val_days`` before (the fallback).
+    each series uses the forecaster chosen for it on the ``val_days`` before by ``rule``.
     ``buffer`` None: :func:`paper_buffer` of each series' mean size. ``replay_step``: the grid
     the checks run on (default 10 minutes, each step's most busy and most total nodes, the grid
     of the authors' artifact behind Table 5; None: the series' own samples). Returns the plan,
@@ -196,7 +199,7 @@ def replay_pool(
     first = next(iter(steps.values())).index
     val_start, test_start, test_end = periods(first, test_days, val_days)
     plan = forecast_plan(steps, val_start, test_start, test_end, seed=seed, future_steps=config.future_steps,
-                         config=fcfg, holidays=holidays)  # fmt: skip
+                         rule=rule, config=fcfg, holidays=holidays)  # fmt: skip
     blocks: dict[str, dict[str, Any]] = {}
     powered: dict[str, dict[str, np.ndarray]] = {}
     windows: dict[str, pd.DataFrame] = {}
@@ -239,15 +242,18 @@ def run_replay(
     forecast_config: ForecastConfig | None = None,
     holidays: tuple[str, ...] = (),
     gpus_per_node: int = 8,
+    rule: ChoiceRule | None = None,
 ) -> dict[str, Any]:
     """:func:`replay_pool` on one series; write summary.json and ces_nodes.png to ``out_dir``.
-    The summary names the forecaster CES used and says when it fell back to a baseline."""
+    The summary names the forecaster CES used, whether it is a baseline (``fallback``), the
+    rule's reason (``choice_reason``) and the rule itself (``choice_rule``)."""
+    rule = rule or ChoiceRule()
     frame = load_node_series(series, gpus_per_node=gpus_per_node)
     name = Path(series).name
     plan, blocks, powered, windows = replay_pool({name: frame}, config=config, seed=seed, test_days=test_days,
                                                  val_days=val_days, buffer=buffer, replay_step=replay_step,
-                                                 forecast_config=forecast_config,
-                                                 holidays=holidays)  # fmt: skip
+                                                 forecast_config=forecast_config, holidays=holidays,
+                                                 rule=rule)  # fmt: skip
     window = windows[name]
     table = score_table(plan.test)
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -260,14 +266,14 @@ def run_replay(
         "total_nodes_mean": float(window["total"].mean()),
         "forecaster": plan.chosen[name],
         "fallback": plan.chosen[name] != "gbdt",
-        "validation_smape": {s.forecaster: 0.0 for s in plan.validation},
+        "choice_reason": plan.choices[name].reason,
+        "choice_rule": asdict(rule),
+        "validation_smape": plan.choices[name].validation_smape,
         "forecast_scores": table.to_dict(orient="records"),
         "smape": float(table[table["lead"] == max(table["lead"])][f"smape_{plan.chosen[name]}"].iloc[0]),
         "seed": seed,
         **blocks[name],
     }
-    for fname in summary["validation_smape"]:
-        summary["validation_smape"][fname] = float(np.mean([s.smape for s in plan.validation if s.forecaster == fname]))
     write_summary(out_dir / "summary.json", summary)
     plot_nodes(window.index, window["active"].to_numpy(), window["total"].to_numpy(), powered[name],
                out_dir / "ces_nodes.png", title=f"CES replay: {name}")  # fmt: skip

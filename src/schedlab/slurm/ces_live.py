@@ -7,8 +7,10 @@
 - PeriodicCheck, every ``check_s`` (10 minutes): record the nodes running work; when their
   number fell below the mean of the last ``history_checks`` records and the forecast does not
   rise, power idle nodes down to ``running + buffer`` (never in a partition with a job
-  waiting). The forecast is the last value (FutureNodesTrend 0: CES's fallback when no trained
-  forecaster beats it): a live service starts with no history to train the GBDT on.
+  waiting). The forecast is the last value (FutureNodesTrend 0): the choice rule of
+  :mod:`schedlab.predict.node_demand_eval` keeps it until a candidate wins by its margin on a
+  validation window of 7 days after 14 of history, and this service keeps only the last hour of
+  node counts, so it is always in that case and does not run the rule.
 
 Each action is noted in the state store before it is sent and marked done after, so a service
 killed in between never sends it twice (an action found noted but not done at start is

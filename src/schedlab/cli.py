@@ -51,8 +51,8 @@ err_console = Console(stderr=True)
 
 TraceOpt = Annotated[Optional[Path], typer.Option("--trace", help="Trace file (or folder, for pai).")]
 FormatOpt = Annotated[Optional[str], typer.Option("--format", "-f", help="Trace format: see `schedlab traces list`.")]
-SyntheticOpt = Annotated[Optional[str], typer.Option("--synthetic", help="Synthetic profile: venus, philly, gfs, gfs-a100, simple, hadar.")]
-RunJobsOpt = Annotated[Optional[int], typer.Option("--jobs", "-n", min=1, help="Number of synthetic jobs (default: the profile's, 2000; hadar 480).")]
+SyntheticOpt = Annotated[Optional[str], typer.Option("--synthetic", help="Synthetic profile: venus, philly, gfs, gfs-a100, simple, hadar, hadar-uniform.")]
+RunJobsOpt = Annotated[Optional[int], typer.Option("--jobs", "-n", min=1, help="Number of synthetic jobs (default: the profile's, 2000; hadar and hadar-uniform 480).")]
 LoadOpt = Annotated[Optional[float], typer.Option("--load", min=0.01, help="Offered load of a synthetic trace (default: profile's).")]
 ClusterOpt = Annotated[Optional[str], typer.Option("--cluster", "-c", help="Preset (see `schedlab clusters`), uniform:NxG[:TYPE], helios:PATH[@DATE], gfs:PATH, helios-vcs[@LOAD] (each VC sized to its jobs' demand). Default for synthetic traces: the profile's cluster.")]
 PlacerOpt = Annotated[Optional[str], typer.Option("--placer", help="consolidate, best-fit, first-fit or random (default: the policy's).")]

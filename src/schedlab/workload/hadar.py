@@ -79,43 +79,38 @@ class HadarProfile:
 
 def read_distribution(path: str | Path) -> pd.DataFrame:
     """The (duration_s, num_gpus) rows of Gavel's Philly job distribution, checked."""
-    path = Path(path)
-    if not path.is_file():
-        raise ConfigError(
-            f"profile 'hadar' draws jobs from Gavel's Philly job distribution, not found at '{path}' "
-            "(relative to the working directory; pass distribution_csv=PATH)"
-        )
-    frame = pd.read_csv(path)
-    for col in ("duration_s", "num_gpus"):
-        if col not in frame.columns:
-            raise InputError("required column is missing", file=str(path), field=col)
-        bad = ~(frame[col].to_numpy(dtype=float) > 0)
-        if bad.any():
-            raise InputError(f"{col} must be positive", file=str(path), row=int(np.flatnonzero(bad)[0]) + 2, field=col)
-    return frame
+    return _read_checked(path, "Gavel's Philly job distribution", "pass distribution_csv=PATH",
+                         ("duration_s", "num_gpus"), positive=("duration_s", "num_gpus"))  # fmt: skip
 
 
 def read_trace(path: str | Path) -> pd.DataFrame:
     """The (timestamp, duration, num_gpus) rows of Pollux's Philly excerpt, checked."""
-    path = Path(path)
-    if not path.is_file():
-        raise ConfigError(
-            f"profile 'hadar' draws jobs from Pollux's Philly trace excerpt, not found at '{path}' "
-            "(relative to the working directory; pass trace_csv=PATH, or use profile 'hadar-uniform')"
-        )
-    frame = pd.read_csv(path)
-    for col in ("timestamp", "duration", "num_gpus"):
-        if col not in frame.columns:
-            raise InputError("required column is missing", file=str(path), field=col)
+    frame = _read_checked(path, "Pollux's Philly trace excerpt", "pass trace_csv=PATH, or use profile 'hadar-uniform'",
+                          ("timestamp", "duration", "num_gpus"), positive=("duration", "num_gpus"))  # fmt: skip
     stamp = pd.to_datetime(frame["timestamp"], errors="coerce")
     if stamp.isna().any():
         raise InputError("not a date", file=str(path), row=int(np.flatnonzero(stamp.isna())[0]) + 2, field="timestamp")
-    for col in ("duration", "num_gpus"):
-        bad = ~(frame[col].to_numpy(dtype=float) > 0)
-        if bad.any():
-            raise InputError(f"{col} must be positive", file=str(path), row=int(np.flatnonzero(bad)[0]) + 2, field=col)
     return pd.DataFrame({"hour": stamp.dt.hour.to_numpy(), "duration_s": frame["duration"].to_numpy(dtype=float),
                          "num_gpus": frame["num_gpus"].to_numpy(dtype=float)})  # fmt: skip
+
+
+def _read_checked(path: str | Path, what: str, hint: str, columns: tuple[str, ...], *,
+                  positive: tuple[str, ...]) -> pd.DataFrame:  # fmt: skip
+    """The CSV at ``path`` with ``columns`` present and ``positive`` columns > 0, or an error
+    naming the file, row and field."""
+    path = Path(path)
+    if not path.is_file():
+        raise ConfigError(f"profile 'hadar' draws jobs from {what}, not found at '{path}' "
+                          f"(relative to the working directory; {hint})")  # fmt: skip
+    frame = pd.read_csv(path)
+    for col in columns:
+        if col not in frame.columns:
+            raise InputError("required column is missing", file=str(path), field=col)
+    for col in positive:
+        bad = ~(pd.to_numeric(frame[col], errors="coerce").to_numpy(dtype=float) > 0)
+        if bad.any():
+            raise InputError(f"{col} must be positive", file=str(path), row=int(np.flatnonzero(bad)[0]) + 2, field=col)
+    return frame
 
 
 def category_of(gpu_hours: np.ndarray) -> np.ndarray:

@@ -11,10 +11,17 @@ and the spot eviction rate (evictions / runs).
     python benchmarks/gfs_paper.py table5 --jobs 40000 --seeds 0,1
     python benchmarks/gfs_paper.py all --jobs 40000 --seeds 0,1 --write-doc docs/gfs.md
     python benchmarks/gfs_paper.py contention --jobs 20000 --seeds 0,1,2   # arrival rates x1, x1.15, x1.3
+    python benchmarks/gfs_paper.py readings --jobs 40000 --seeds 0,1,2     # eq. 11's two readings
 
 ``contention`` (not in ``all``) runs gfs, two of its readings (eq. 9 pooled per model; Sa = all
 spot GPUs) and yarn-cs-preempt at spot x2 with every arrival rate scaled by 1, 1.15 and 1.3
 (the inter-arrival gaps shrink, the diurnal pattern with them).
+
+``readings`` (not in ``all``) runs gfs at spot x2 for the four combinations of eq. 11's two
+ambiguous readings (§3.3.2; see ``schedlab.policies.gfs.sqa``): ``eta`` updated once per ``H``
+(default) or every 300 s with the quota (``eta_every_s=300``), and ``l`` the longest spot wait
+over the past ``H`` (default) or the spot queue head's wait (``wait_reading=head``), the latter
+two as in the authors' public simulator; at arrival rates x1 and x1.3.
 
 ``--write-doc`` replaces each table's block between ``<!-- gfs-paper:NAME -->`` and
 ``<!-- /gfs-paper:NAME -->`` in the given Markdown file with the printed table (NAME@K for
@@ -61,6 +68,10 @@ PAPER_TABLE5 = {
 PAPER_TABLE6 = {1: (None, 17776.7, 27.7, 10715.3, 575.4, 1.21), 2: (None, 17776.9, 28.4, 10619.0, 506.6, 1.29),
                 4: (None, 17776.9, 28.4, 13252.8, 3145.6, 1.16)}  # fmt: skip
 CONTENTION = (1.0, 1.15, 1.3)  # arrival-rate factors of the contention sweep (spot x2)
+READING_ARRIVALS = (1.0, 1.3)  # arrival-rate factors of the readings sweep (spot x2)
+READINGS = (("eta per H, l longest", {}), ("eta per H, l head", {"wait_reading": "head"}),
+            ("eta per 300 s, l longest", {"eta_every_s": 300.0}),
+            ("eta per 300 s, l head", {"eta_every_s": 300.0, "wait_reading": "head"}))  # fmt: skip
 PAPER_ABLATION = {"gfs-e": (None, 17776.2, 27.4, 20687.1, 10502.4, 8.08),
                   "gfs-d": (None, 17776.6, 27.6, 12304.7, 2174.3, 1.73),
                   "gfs-s": (None, 17776.8, 27.7, 12369.7, 2237.7, 1.79),
@@ -94,6 +105,9 @@ def cells(table: str) -> list[Cell]:
                     ("yarn-cs-preempt", {})]  # fmt: skip
         return [Cell(f"x{a:g} arrivals, {label}", label.split()[0], 2, none, params, a)
                 for a in CONTENTION for label, params in variants]  # fmt: skip
+    if table == "readings":
+        return [Cell(f"x{a:g} arrivals, {label}", "gfs", 2, (None,) * 6, params, a)
+                for a in READING_ARRIVALS for label, params in READINGS]  # fmt: skip
     raise SystemExit(f"unknown table {table!r}")
 
 
@@ -107,7 +121,9 @@ def run_cell(cell: Cell, jobs: int, seed: int, arrival_scale: float) -> dict[str
     e = spot.get("eviction_rate")
     values = (hp["jct_p99_s"], hp["jct_mean_s"], hp["queue_mean_s"], spot["jct_mean_s"], spot["queue_mean_s"],
               None if e is None or cell.policy == "chronus" else 100.0 * e)  # fmt: skip
-    return {"values": values, "wall_s": summary["sim_wall_s"], "alloc": summary.get("gpu_alloc_rate")}
+    gfs = summary.get("gfs") or {}
+    return {"values": values, "wall_s": summary["sim_wall_s"], "alloc": summary.get("gpu_alloc_rate"),
+            "eta_min": gfs.get("eta_min"), "eta_max": gfs.get("eta_max")}  # fmt: skip
 
 
 def _mean_std(samples: list[float | None]) -> tuple[float, float] | None:
@@ -137,6 +153,37 @@ def render(rows: list[tuple[Cell, list[dict[str, Any]]]]) -> str:
         out.append(f"{np.mean([r['wall_s'] for r in runs]):.0f}")
         lines.append("| " + " | ".join(out) + " |")
     return "\n".join(lines)
+
+
+def render_readings(rows: list[tuple[Cell, list[dict[str, Any]]]]) -> str:
+    """Markdown for ``readings``: HP JQT, spot JQT, spot eviction rate, eta's range and the
+    GPU allocation rate, mean ± std over seeds (the paper has no such table)."""
+    head = ["run", "hp JQT s", "spot JQT s", "spot e %", "eta min", "eta max", "GPU alloc"]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for cell, runs in rows:
+        n = len(runs)
+        out = [cell.label, *(_fmt(_mean_std([r["values"][i] for r in runs]), n, d) for i, d in ((2, 0), (4, 0), (5, 2)))]
+        out += [_fmt(_mean_std([r.get(k) for r in runs]), n, 2) for k in ("eta_min", "eta_max")]
+        out.append(_fmt(_mean_std([r["alloc"] for r in runs]), n, 3))
+        lines.append("| " + " | ".join(out) + " |")
+    return "\n".join(lines)
+
+
+def readings_summary(rows: list[tuple[Cell, list[dict[str, Any]]]]) -> str:
+    """Per arrival rate, each alternative reading's change of the three metrics from the default."""
+    mean = {c.label: [(_mean_std([r["values"][i] for r in runs]) or (None,))[0] for i in range(6)] for c, runs in rows}
+    out = []
+    for a in READING_ARRIVALS:
+        base = mean[f"x{a:g} arrivals, {READINGS[0][0]}"]
+        for label, _ in READINGS[1:]:
+            m = mean[f"x{a:g} arrivals, {label}"]
+            out.append(f"- x{a:g} arrivals, {label} against the default: HP JQT {_delta(m[2], base[2], 0)} s, "
+                       f"spot JQT {_delta(m[4], base[4], 0)} s, spot e {_delta(m[5], base[5], 2)} points")  # fmt: skip
+    return "Change from the default readings (eta per H, l longest), means over seeds:\n\n" + "\n".join(out)
+
+
+def _delta(x: float | None, base: float | None, digits: int) -> str:
+    return "-" if x is None or base is None else f"{x - base:+,.{digits}f}"
 
 
 def _below(a: float | None, b: float | None, atol: float = 1.0) -> bool | None:
@@ -198,7 +245,7 @@ def write_block(doc: Path, name: str, text: str) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("table", choices=("table5", "table6", "ablation", "contention", "all"))
+    parser.add_argument("table", choices=("table5", "table6", "ablation", "contention", "readings", "all"))
     parser.add_argument("--jobs", type=int, default=40000, help="gfs-a100 jobs at spot scale 1 (Table 3: 165,038)")
     parser.add_argument("--seeds", default="0", help="comma-separated seeds; tables show mean ± std")
     parser.add_argument("--arrival-scale", type=float, default=1.0,
@@ -216,7 +263,10 @@ def main() -> None:
         scale = "" if args.arrival_scale == 1 else f" --arrival-scale {args.arrival_scale:g}"
         title = (f"`python benchmarks/gfs_paper.py {name} --jobs {args.jobs} --seeds {args.seeds}{scale}` "
                  f"({time.perf_counter() - t0:.0f} s wall with {args.processes} processes)")  # fmt: skip
-        text = f"{title}\n\n{render(rows)}\n\n{directions(name, rows)}\n"
+        if name == "readings":
+            text = f"{title}\n\n{render_readings(rows)}\n\n{readings_summary(rows)}\n"
+        else:
+            text = f"{title}\n\n{render(rows)}\n\n{directions(name, rows)}\n"
         print(f"## {name}\n\n{text}", flush=True)
         if args.write_doc is not None:
             write_block(args.write_doc, name if args.arrival_scale == 1 else f"{name}@{args.arrival_scale:g}", text)

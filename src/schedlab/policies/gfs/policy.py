@@ -26,8 +26,9 @@ lost work differs.
 
 SLO: a spot run evicted less than ``H`` after it started breaks its guarantee (recorded per
 job). Every ``update_s`` a timer feeds the forecaster the HP demand per (model, organisation
-= tenant), recomputes each model's quota and ages the node eviction counts; every ``H`` it
-also applies eq. 11 to each model's ``eta``.
+= tenant), recomputes each model's quota and ages the node eviction counts; every ``H`` (or
+every ``eta_every_s``, see :mod:`.sqa`) it also applies eq. 11 to each model's ``eta``, with
+``l`` read as ``wait_reading`` says.
 """
 
 from __future__ import annotations
@@ -110,6 +111,7 @@ class GFS(Policy):
         self.violations: dict[int, int] = {}
         self.decision_s = array("d")
         self.eta_trace: list[tuple[float, str, float]] = []
+        self.wait_trace: list[tuple[float, str, float]] = []  # (time, model, l fed to eq. 11)
         self.bound_trace: list[tuple[float, str, float, float]] = []  # (time, model, eq. 9 demand bound, HP GPUs in use)
         self.next_eta_s = 0.0
         self.book: NodeBook | None = None
@@ -120,7 +122,7 @@ class GFS(Policy):
         p = self.pts
         self.book = NodeBook(ctx.state, gamma=p.gamma, penalty_base=p.penalty_base, eviction_aware=p.scored,
                              short_h=p.short_h, long_h=p.long_h)  # fmt: skip
-        self.next_eta_s = ctx.now + self.guarantee_s
+        self.next_eta_s = ctx.now + self.sqa.eta_interval_s
         self._update_quota(ctx)
         ctx.set_timer(ctx.now + self.sqa.update_s, (_TICK,))
 
@@ -160,9 +162,9 @@ class GFS(Policy):
         self.demand_changes = {}
         self.book.decay(now)
         capacity = dict(zip(state.type_names, map(float, state.type_gpus_on)))
-        if now >= self.next_eta_s:
+        if now >= self.next_eta_s - 1e-6:
             self._feedback(ctx, capacity)
-            self.next_eta_s = now + self.guarantee_s
+            self.next_eta_s = now + self.sqa.eta_interval_s
         bounds = self.forecaster.model_bounds(self.sqa.guarantee_rate, self.sqa.guarantee_h)
         in_use = dict.fromkeys(capacity, 0.0)
         for (model, _org), level in self.hp_demand.items():
@@ -178,23 +180,41 @@ class GFS(Policy):
         self.quota.allocate(inventory(capacity, bounds), idle, guaranteed)
 
     def _feedback(self, ctx: Context, capacity: dict[str, float]) -> None:
-        """Eq. 11 per model from ``e`` and ``l`` over the last ``H`` hours."""
+        """Eq. 11 per model from ``e`` over the last ``H`` hours and ``l`` (:meth:`spot_wait`)."""
         now = ctx.now
         start = now - self.guarantee_s
         self.spot_starts = [s for s in self.spot_starts if s[0] >= start]
-        longest = dict.fromkeys(capacity, 0.0)
-        for _, model, wait in self.spot_starts:
-            longest[model] = max(longest[model], wait)
-        for job in self.pending.waiting.values():
-            if job.cls == SPOT:
-                for model in [job.gpu_type] if job.gpu_type else capacity:
-                    longest[model] = max(longest[model], now - job.queued_since)
+        longest = self.spot_wait(now, capacity)
+        self.wait_trace.extend((now, model, wait) for model, wait in longest.items())
         running = dict.fromkeys(capacity, 0)
         for _, model, _ in self.spot_running.values():
             running[model] += 1
         for model, wait in longest.items():
             eta = self.quota.feedback(model, self._runs(model).rate(now, running[model]), wait)
             self.eta_trace.append((now, model, eta))
+
+    def spot_wait(self, now: float, capacity: dict[str, float]) -> dict[str, float]:
+        """``l`` of eq. 11 per model. ``wait_reading="longest"``: the longest wait of the spot
+        runs started in the last ``H`` and of the spot jobs queued now; ``"head"``: the wait so
+        far of the first spot job in queue order (:func:`queue_order`) that may run on the
+        model, 0 when none is queued."""
+        wait = dict.fromkeys(capacity, 0.0)
+        pending = [job for job in self.pending.waiting.values() if job.cls == SPOT]
+        if self.sqa.wait_reading == "head":
+            pending.sort(key=lambda job: (queue_order(job), job.idx))
+            heads: dict[str, Job] = {}
+            for job in pending:
+                for model in [job.gpu_type] if job.gpu_type else capacity:
+                    heads.setdefault(model, job)
+            for model, job in heads.items():
+                wait[model] = now - job.queued_since
+            return wait
+        for _, model, w in self.spot_starts:
+            wait[model] = max(wait[model], w)
+        for job in pending:
+            for model in [job.gpu_type] if job.gpu_type else capacity:
+                wait[model] = max(wait[model], now - job.queued_since)
+        return wait
 
     def _runs(self, model: str) -> SpotRuns:
         runs = self.runs.get(model)

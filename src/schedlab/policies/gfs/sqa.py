@@ -21,14 +21,28 @@ Every ``update_s`` (300 s, Table 4) GFS sets, per GPU model, how many GPUs spot 
   eviction rate ``1 - p`` in place of ``p`` (the smallest repair).
 
 ``e`` is the §4.2 eviction rate over the window: evictions in the last ``H`` hours over the
-spot runs of that window (running now, or ended in it) (:class:`SpotRuns`). ``eta`` is
-updated once per ``H`` (the window its evidence covers), the quota every ``update_s``;
-re-applying eq. 11 every 300 s to the same evictions drove ``eta`` to its bounds within the
-hour in dense runs. ``eta`` stays within ``eta_bounds`` (not in the paper: without them a
-cluster whose spot jobs queue for days raises ``eta`` by 1.5 every hour without limit, and
-values above ``(S0 + Sa) / f`` have no effect). Each GPU model has its own ``eta`` and quota
-(the paper simulates one A100 cluster; on several models a burst of evictions on one must not
-shrink the quota of the others).
+spot runs of that window (running now, or ended in it) (:class:`SpotRuns`).
+
+Two readings of §3.3.2 are options, because the text does not settle them:
+
+* when eq. 11 runs (``eta_every_s``): §3.3.2 says the quota is computed every 300 s (Table 4)
+  and that ``eta`` "is updated based on [...] the real eviction rate e and the maximum queuing
+  time l of spot tasks over the past H hours"; it does not say how often. The default
+  (``None``) updates ``eta`` once per ``H``, the window its evidence covers, so that one burst of evictions is
+  counted once; re-applying eq. 11 every 300 s to the same window compounds it (it drove
+  ``eta`` to its bounds within the hour in dense runs). ``eta_every_s=300`` is the authors'
+  public simulator's reading: ``eta`` is updated with every quota update;
+* what ``l`` is (``wait_reading``): ``"longest"`` (the default, the text's "maximum queuing
+  time [...] over the past H hours") is the longest wait among the spot runs that
+  started in the last ``H`` and the spot jobs still queued; ``"head"`` is the authors' public
+  simulator's reading: the wait so far of the job at the head of the spot queue (PTS's
+  queue order, time since it last entered the queue), 0 when the queue is empty.
+
+``eta`` stays within ``eta_bounds`` (not in the paper: without them a cluster whose spot jobs
+queue for days raises ``eta`` by 1.5 every hour without limit, and values above
+``(S0 + Sa) / f`` have no effect). Each GPU model has its own ``eta`` and quota (the paper
+simulates one A100 cluster; on several models a burst of evictions on one must not shrink the
+quota of the others).
 """
 
 from __future__ import annotations
@@ -43,6 +57,7 @@ from schedlab.policies.params import help_field
 
 Key = tuple[str, str]  # (GPU model, organisation)
 WEEK_S = 7 * 86400.0
+WAIT_READINGS = ("longest", "head")
 
 
 class DemandForecaster(Protocol):
@@ -137,6 +152,8 @@ class SqaConfig:
     eta_bounds: tuple[float, float] = help_field((0.05, 4.0), "eta is kept within these (not in the paper)")
     dynamic_eta: bool = help_field(True, "apply eq. 11; off = eta fixed at eta0 (GFS-d)")
     sa_rule: str = help_field("ran-h", "Sa of eq. 10: spot GPUs of runs that ran >= H ('ran-h') or all spot GPUs ('all')")
+    eta_every_s: float | None = help_field(None, "eq. 11 interval, seconds, a multiple of update_s; none = once per H (§3.3.2 reading; the authors' simulator: 300)")
+    wait_reading: str = help_field("longest", "l of eq. 11: longest spot wait over the past H ('longest', §3.3.2) or the spot queue head's wait now ('head', the authors' simulator)")
 
     def __post_init__(self) -> None:
         if not 0 < self.guarantee_rate < 1:
@@ -148,6 +165,18 @@ class SqaConfig:
             raise ConfigError("gfs: need 0 < eta_bounds[0] <= eta0 <= eta_bounds[1]")
         if self.sa_rule not in ("ran-h", "all"):
             raise ConfigError(f"gfs: sa_rule must be 'ran-h' or 'all' (got {self.sa_rule!r})")
+        if self.wait_reading not in WAIT_READINGS:
+            raise ConfigError(f"gfs: wait_reading must be 'longest' or 'head' (got {self.wait_reading!r})")
+        if self.eta_every_s is not None:
+            steps = self.eta_every_s / self.update_s
+            if not self.eta_every_s > 0 or abs(steps - round(steps)) > 1e-9 or round(steps) < 1:
+                raise ConfigError(f"gfs: eta_every_s must be none or a positive multiple of update_s "
+                                  f"({self.update_s:g} s), as eta changes only at quota updates (got {self.eta_every_s!r})")
+
+    @property
+    def eta_interval_s(self) -> float:
+        """Seconds between two applications of eq. 11: ``eta_every_s``, else ``H``."""
+        return self.guarantee_h * 3600.0 if self.eta_every_s is None else float(self.eta_every_s)
 
 
 class SpotRuns:

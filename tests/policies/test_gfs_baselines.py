@@ -13,7 +13,8 @@ from schedlab.sim.policy import Policy
 from schedlab.cluster.state import ClusterState
 from schedlab.policies.spot.chronus import Candidate, select
 from schedlab.policies.spot.lyra import NodeSet
-from schedlab.policies.registry import make_policy
+from schedlab.errors import ConfigError
+from schedlab.policies.registry import POLICIES, PolicyOptions, make_policy
 from schedlab.sim.engine import SimConfig, Simulation
 from simkit import Checked, cluster, job, workload
 
@@ -210,3 +211,50 @@ def test_no_placement_is_tried_where_too_few_gpus_are_free_and_nothing_can_be_ev
     result = Simulation(workload(rows), cluster([8, 8]), policy, config=NO_CKPT).run()
     assert result.jobs["finished"].all() and result.jobs["queue_s"].max() > 1000.0  # a backlog formed
     assert len(tried) >= 120 and all(tried)
+
+
+# ----- spot quota: the authors' simulator setting (issue 27) -------------------------------------
+def quota_run(name: str, rows: list[dict], spot_quota: str) -> tuple[dict, Policy]:
+    params = {"spot_quota": spot_quota, "quota_forecaster": "weekly-peak"}
+    policy = make_policy(name, rng=np.random.default_rng(0), options=PolicyOptions(params=params))
+    result = Simulation(workload(rows), cluster([4]), Checked(policy), config=NO_CKPT).run()
+    assert result.jobs["finished"].all()
+    return result.jobs.set_index("job_id").to_dict("index"), policy
+
+
+@pytest.mark.parametrize("name", ["yarn-cs-preempt", "lyra", "fgd"])
+def test_forecast_spot_quota_holds_a_spot_job_that_runs_at_once_without_it(name: str) -> None:
+    """HP held 2 of 4 GPUs until 400 s; the weekly-peak bound stays 2, so eq. 9 leaves 2 GPUs
+    and the quota (eq. 10, eta 1) is 2: a 4-GPU spot job arriving at 700 s on an idle node
+    waits until eq. 11 has raised eta (its wait exceeds theta = 3,600 s at the update of
+    7,200 s: eta 1.5, quota 3; at 10,800 s: eta 2.25, quota min(4.5, 4) = 4). Without a
+    quota it starts on arrival."""
+    rows = [job("hp", 0.0, 2, 400.0, priority_class="hp"), job("s", 700.0, 4, 100.0, priority_class="spot")]
+    free, _ = quota_run(name, rows, "none")
+    assert free["s"]["first_start_s"] == 700.0
+    gated, policy = quota_run(name, rows, "forecast")
+    assert gated["s"]["first_start_s"] == 10800.0
+    assert [(t, round(eta, 6)) for t, _, eta in policy.gate.eta_trace[:3]] == [(3600.0, 1.0), (7200.0, 1.5), (10800.0, 2.25)]
+    assert policy.report(None)[name]["spot_quota"] == "forecast"
+
+
+def test_forecast_spot_quota_cuts_eta_after_an_eviction() -> None:
+    """An HP job evicts the only spot run: e = 1 over the first hour, above 1.5 (1 - p), so
+    eq. 11 cuts eta to eta * 0.1 / 1 at 3,600 s, as under GFS; with no quota there is no eta."""
+    rows = [job("s", 0.0, 4, 5000.0, priority_class="spot"), job("hp", 100.0, 2, 1000.0, priority_class="hp")]
+    jobs, policy = quota_run("yarn-cs-preempt", rows, "forecast")
+    assert jobs["s"]["preemptions"] == 1
+    assert policy.gate.eta_trace[0][0] == 3600.0
+    assert policy.gate.eta_trace[0][2] == pytest.approx(0.1)
+    _, free = quota_run("yarn-cs-preempt", rows, "none")
+    assert free.gate is None
+
+
+@pytest.mark.parametrize("name", ["yarn-cs-preempt", "lyra", "fgd"])
+def test_spot_quota_parameter_rejects_unknown_values(name: str) -> None:
+    with pytest.raises(ConfigError, match="spot_quota must be one of none, forecast"):
+        POLICIES[name].parse({"spot_quota": "bogus"})
+    with pytest.raises(ConfigError, match="quota_forecaster"):
+        make_policy(name, rng=np.random.default_rng(0), options=PolicyOptions(params={"quota_forecaster": "x"}))
+    assert POLICIES[name].parse({"spot_quota": "forecast"}).spot_quota == "forecast"
+    assert POLICIES[name].parse({}).spot_quota == "none"

@@ -38,7 +38,7 @@ from schedlab.policies.slurm.builtin import SlurmBuiltin
 from schedlab.policies.slurm.params import SlurmParams
 from schedlab.policies.spot.chronus import Chronus, ChronusConfig
 from schedlab.policies.spot.fgd import FGD, FgdParams
-from schedlab.policies.spot.lyra import Lyra
+from schedlab.policies.spot.lyra import Lyra, LyraParams
 from schedlab.policies.spot.spot_fcfs import SpotEvictParams
 from schedlab.policies.spot.yarn_cs_preempt import YarnCsPreempt
 from schedlab.sim.policy import Policy
@@ -123,16 +123,22 @@ def _slurm(cls: type) -> Callable[[Placer, Any, PolicyOptions], Policy]:
     return lambda placer, params, options: cls(params, shares=options.shares)
 
 
+def _spot(cls: type) -> Callable[[Placer, Any, PolicyOptions], Policy]:
+    """A spot FCFS baseline built as ``cls(placer, **params, seed=options.seed)`` (the seed
+    of the forecaster of ``spot_quota=forecast``)."""
+    return lambda placer, params, options: cls(placer, **as_dict(params), seed=options.seed)
+
+
 def _chronus(placer: Placer, params: ChronusConfig, options: PolicyOptions) -> Policy:
     return Chronus(placer, params)
 
 
 _SPOT_BASELINES = (
     ("yarn-cs-preempt", "FCFS, best fit, HP evicts the newest spot jobs of the best-fitting node",
-     _keywords(YarnCsPreempt), SpotEvictParams),
+     _spot(YarnCsPreempt), SpotEvictParams),
     ("chronus", "leases (HP 20 min, spot 5 min) renewed by a MILP at lease ends (SoCC'21)", _chronus, ChronusConfig),
-    ("lyra", "spot only on loaned idle HP nodes, reclaimed by least lost work (EuroSys'23)", _plain(Lyra), None),
-    ("fgd", "fragmentation-gradient placement, HP evicts spot (ATC'23)", _keywords(FGD), FgdParams),
+    ("lyra", "spot only on loaned idle HP nodes, reclaimed by least lost work (EuroSys'23)", _spot(Lyra), LyraParams),
+    ("fgd", "fragmentation-gradient placement, HP evicts spot (ATC'23)", _spot(FGD), FgdParams),
 )  # fmt: skip
 _GFS_VARIANTS = (("gfs", ""), ("gfs-e", ", previous-week-peak forecast ablation"), ("gfs-d", ", fixed-eta ablation"),
                  ("gfs-s", ", best-fit placement ablation"), ("gfs-p", ", random-victim preemption ablation"),

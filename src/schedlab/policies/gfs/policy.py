@@ -45,7 +45,7 @@ from schedlab.errors import ConfigError
 from schedlab.policies.common.queues import ClassQueues, job_shape
 from schedlab.policies.gfs import pts
 from schedlab.policies.gfs.nodes import NodeBook
-from schedlab.policies.gfs.sqa import DemandForecaster, Key, SpotQuota, SpotRuns, SqaConfig, inventory
+from schedlab.policies.gfs.sqa import DemandForecaster, Key, SpotQuota, SpotRuns, SqaConfig, inventory, spot_waits, supply
 from schedlab.policies.params import help_field
 from schedlab.sim.job import Job
 from schedlab.sim.policy import Context, Policy
@@ -170,13 +170,8 @@ class GFS(Policy):
         for (model, _org), level in self.hp_demand.items():
             in_use[model] = in_use.get(model, 0.0) + level
         self.bound_trace.extend((now, m, bounds.get(m, 0.0), in_use[m]) for m in capacity)
-        idle = dict.fromkeys(capacity, 0.0)
-        for g in state.groups:
-            idle[g.gpu_type] += g.free_total
-        guaranteed = dict.fromkeys(capacity, 0.0)  # Sa of eq. 10
-        for start, model, gpus in self.spot_running.values():
-            if self.sqa.sa_rule == "all" or now - start >= self.guarantee_s:
-                guaranteed[model] += gpus
+        idle, guaranteed = supply(state.groups, capacity, self.spot_running.values(), now,
+                                  sa_rule=self.sqa.sa_rule, guarantee_s=self.guarantee_s)  # S0, Sa of eq. 10
         self.quota.allocate(inventory(capacity, bounds), idle, guaranteed)
 
     def _feedback(self, ctx: Context, capacity: dict[str, float]) -> None:
@@ -198,23 +193,8 @@ class GFS(Policy):
         runs started in the last ``H`` and of the spot jobs queued now; ``"head"``: the wait so
         far of the first spot job in queue order (:func:`queue_order`) that may run on the
         model, 0 when none is queued."""
-        wait = dict.fromkeys(capacity, 0.0)
         pending = [job for job in self.pending.waiting.values() if job.cls == SPOT]
-        if self.sqa.wait_reading == "head":
-            pending.sort(key=lambda job: (queue_order(job), job.idx))
-            heads: dict[str, Job] = {}
-            for job in pending:
-                for model in [job.gpu_type] if job.gpu_type else capacity:
-                    heads.setdefault(model, job)
-            for model, job in heads.items():
-                wait[model] = now - job.queued_since
-            return wait
-        for _, model, w in self.spot_starts:
-            wait[model] = max(wait[model], w)
-        for job in pending:
-            for model in [job.gpu_type] if job.gpu_type else capacity:
-                wait[model] = max(wait[model], now - job.queued_since)
-        return wait
+        return spot_waits(now, capacity, self.spot_starts, pending, reading=self.sqa.wait_reading, order=queue_order)
 
     def _runs(self, model: str) -> SpotRuns:
         runs = self.runs.get(model)

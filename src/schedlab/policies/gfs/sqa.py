@@ -48,12 +48,13 @@ quota of the others).
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Protocol
 
 from schedlab.errors import ConfigError
 from schedlab.policies.params import help_field
+from schedlab.sim.job import Job
 
 Key = tuple[str, str]  # (GPU model, organisation)
 WEEK_S = 7 * 86400.0
@@ -244,3 +245,40 @@ class SpotQuota:
         with ``held`` spot GPUs in use."""
         return held + gpus <= self.quota.get(model, 0.0)
 
+
+
+def supply(groups: Iterable, capacity: Mapping[str, float], spot_running: Iterable[tuple[float, str, float]],
+           now: float, *, sa_rule: str, guarantee_s: float) -> tuple[dict[str, float], dict[str, float]]:
+    """``S0`` and ``Sa`` of eq. 10 per GPU model: the free GPUs of the cluster's ``groups``, and
+    the GPUs of the spot runs ``(start, model, GPUs)`` that count as guaranteed under ``sa_rule``."""
+    idle = dict.fromkeys(capacity, 0.0)
+    for g in groups:
+        idle[g.gpu_type] += g.free_total
+    guaranteed = dict.fromkeys(capacity, 0.0)
+    for start, model, gpus in spot_running:
+        if sa_rule == "all" or now - start >= guarantee_s:
+            guaranteed[model] += gpus
+    return idle, guaranteed
+
+
+def spot_waits(now: float, capacity: Mapping[str, float], starts: Iterable[tuple[float, str, float]],
+               pending: list[Job], *, reading: str, order: Callable[[Job], object]) -> dict[str, float]:
+    """``l`` of eq. 11 per GPU model. ``reading="longest"``: the longest wait of the spot runs
+    ``starts`` (``(start, model, wait)``, those of the last ``H``) and of the ``pending`` spot
+    jobs; ``"head"``: the wait so far of the first pending spot job in ``order`` that may run
+    on the model, 0 when none is queued."""
+    wait = dict.fromkeys(capacity, 0.0)
+    if reading == "head":
+        heads: dict[str, Job] = {}
+        for job in sorted(pending, key=lambda job: (order(job), job.idx)):
+            for model in [job.gpu_type] if job.gpu_type else capacity:
+                heads.setdefault(model, job)
+        for model, job in heads.items():
+            wait[model] = now - job.queued_since
+        return wait
+    for _, model, w in starts:
+        wait[model] = max(wait[model], w)
+    for job in pending:
+        for model in [job.gpu_type] if job.gpu_type else capacity:
+            wait[model] = max(wait[model], now - job.queued_since)
+    return wait

@@ -30,7 +30,8 @@ from dataclasses import dataclass
 
 from schedlab.policies.params import help_field
 from schedlab.policies.common.placers import Alloc, Placer, worker_size
-from schedlab.policies.spot.spot_fcfs import SpotFCFS
+from schedlab.policies.spot.quota import check_quota
+from schedlab.policies.spot.spot_fcfs import FORECASTER_HELP, QUOTA_HELP, SpotFCFS, evict_mode
 from schedlab.sim.job import Job
 from schedlab.sim.policy import Context
 
@@ -43,10 +44,17 @@ def fragmentation(free: int, units: Counter[int]) -> int:
 
 @dataclass(frozen=True)
 class FgdParams:
-    """How many recent arrivals define the expected job sizes; how a spot victim is stopped."""
+    """How many recent arrivals define the expected job sizes; how a spot victim is stopped;
+    the spot quota (:mod:`schedlab.policies.spot.spot_fcfs`)."""
 
     window: int = help_field(1000, "recent arrivals whose GPU sizes define the fragmentation measure")
     evict: str = help_field("kill", "how a spot victim is stopped: kill (the paper) or pause (checkpointed by the cost model)")
+    spot_quota: str = help_field("none", QUOTA_HELP)
+    quota_forecaster: str = help_field("orglinear", FORECASTER_HELP)
+
+    def __post_init__(self) -> None:
+        evict_mode("fgd", self.evict)
+        check_quota("fgd", self.spot_quota, self.quota_forecaster)
 
 
 class FGD(SpotFCFS):
@@ -54,8 +62,9 @@ class FGD(SpotFCFS):
 
     name = "fgd"
 
-    def __init__(self, placer: Placer, *, window: int = 1000, evict: str = "kill") -> None:
-        super().__init__(placer, evict=evict)
+    def __init__(self, placer: Placer, *, window: int = 1000, evict: str = "kill", spot_quota: str = "none",
+                 quota_forecaster: str = "orglinear", seed: int = 0) -> None:  # fmt: skip
+        super().__init__(placer, evict=evict, spot_quota=spot_quota, quota_forecaster=quota_forecaster, seed=seed)
         self.window = window
         self.recent: dict[str, deque[int]] = {}
         self.units: dict[str, Counter[int]] = {}

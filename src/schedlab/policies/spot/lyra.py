@@ -24,6 +24,7 @@ sharing between them).
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 import pandas as pd
@@ -32,7 +33,9 @@ from sortedcontainers import SortedList
 from schedlab.cluster.state import ClusterState, Group
 from schedlab.policies.gfs.pts import waste
 from schedlab.policies.common.placers import Alloc, Placer, take_workers, worker_size
-from schedlab.policies.spot.spot_fcfs import SPOT, SpotFCFS
+from schedlab.policies.params import help_field
+from schedlab.policies.spot.quota import check_quota
+from schedlab.policies.spot.spot_fcfs import FORECASTER_HELP, QUOTA_HELP, SPOT, SpotFCFS
 from schedlab.sim.job import Job
 from schedlab.sim.policy import Context
 
@@ -122,19 +125,32 @@ class NodeSet:
                 for n in self.buckets[gid][free]]  # fmt: skip
 
 
+@dataclass(frozen=True)
+class LyraParams:
+    """The spot quota (:mod:`schedlab.policies.spot.spot_fcfs`); reclaiming has no parameter."""
+
+    spot_quota: str = help_field("none", QUOTA_HELP)
+    quota_forecaster: str = help_field("orglinear", FORECASTER_HELP)
+
+    def __post_init__(self) -> None:
+        check_quota("lyra", self.spot_quota, self.quota_forecaster)
+
+
 class Lyra(SpotFCFS):
     """Spot jobs on loaned idle HP nodes; HP reclaims the loaned nodes of least lost work."""
 
     name = "lyra"
 
-    def __init__(self, placer: Placer) -> None:
-        super().__init__(placer)
+    def __init__(self, placer: Placer, *, spot_quota: str = "none", quota_forecaster: str = "orglinear",
+                 seed: int = 0) -> None:  # fmt: skip
+        super().__init__(placer, spot_quota=spot_quota, quota_forecaster=quota_forecaster, seed=seed)
         self.hp: NodeSet | None = None
         self.loaned: NodeSet | None = None
         self.fractions_on: dict[int, dict[int, Job]] = {}  # node -> fractional spot jobs
         self.reclaims = 0
 
     def setup(self, ctx: Context) -> None:
+        super().setup(ctx)
         self.hp = NodeSet(ctx.state)
         self.loaned = NodeSet(ctx.state)
         for node in range(ctx.state.num_nodes):
@@ -228,4 +244,5 @@ class Lyra(SpotFCFS):
 
     def report(self, jobs: pd.DataFrame) -> dict[str, Any]:
         """``{"lyra": {"evictions", "reclaims"}}``: spot jobs evicted, nodes reclaimed."""
-        return {self.name: {"evictions": self.evictions, "reclaims": self.reclaims}}
+        out = {"evictions": self.evictions, "reclaims": self.reclaims}
+        return {self.name: out if self.gate is None else {**out, **self.gate.report()}}

@@ -17,6 +17,11 @@ node evicts every spot job of the nodes holding the most spot GPUs until enough 
 in its groups (an assumption). Fractional spot jobs are never victims (evicting one may free
 no whole GPU). Only nodes that hold spot jobs are looked at, and only when an HP job fits
 nowhere.
+
+Spot quota: ``spot_quota="none"`` (the default, the paper text: §4.1 gives the
+baselines no quota) or ``"forecast"`` (the authors' public simulator's setting): a spot job
+starts only if the spot GPUs in use on its model plus its request stay within GFS's forecast
+quota (eqs. 9-11, updated every 300 s, :class:`schedlab.policies.spot.quota.QuotaGate`).
 """
 
 from __future__ import annotations
@@ -32,10 +37,14 @@ from schedlab.policies.params import help_field
 from schedlab.sim.policy import Context, Policy
 from schedlab.policies.common.queues import ClassQueues, job_shape
 from schedlab.policies.common.placers import Alloc, Placer
+from schedlab.policies.spot.quota import FORECASTERS, SPOT_QUOTAS, QuotaGate, check_quota, make_forecaster
 from schedlab.sim.job import Job
 
 SPOT = "spot"
 EVICT_MODES = ("kill", "pause")
+QUOTA_HELP = (f"spot admission: {' or '.join(SPOT_QUOTAS)}; none = no quota (the paper text, §4.1), forecast = "
+              "GFS's spot quota of eqs. 9-11 (the authors' public simulator)")
+FORECASTER_HELP = f"HP demand forecaster of spot_quota=forecast: {' or '.join(FORECASTERS)} (as gfs, gfs-e)"
 
 
 @dataclass(frozen=True)
@@ -43,6 +52,12 @@ class SpotEvictParams:
     """How a spot victim is stopped."""
 
     evict: str = help_field("kill", "how a spot victim is stopped: kill (the paper) or pause (checkpointed by the cost model)")
+    spot_quota: str = help_field("none", QUOTA_HELP)
+    quota_forecaster: str = help_field("orglinear", FORECASTER_HELP)
+
+    def __post_init__(self) -> None:
+        evict_mode("yarn-cs-preempt", self.evict)
+        check_quota("yarn-cs-preempt", self.spot_quota, self.quota_forecaster)
 
 
 def evict_mode(policy: str, evict: str) -> str:
@@ -57,9 +72,12 @@ class SpotFCFS(Policy):
 
     name = "spot-fcfs"
 
-    def __init__(self, placer: Placer, *, evict: str = "kill") -> None:
+    def __init__(self, placer: Placer, *, evict: str = "kill", spot_quota: str = "none",
+                 quota_forecaster: str = "orglinear", seed: int = 0) -> None:  # fmt: skip
         self.placer = placer
         self.evict_mode = evict_mode(self.name, evict)
+        check_quota(self.name, spot_quota, quota_forecaster)
+        self.gate = QuotaGate(make_forecaster(quota_forecaster, seed)) if spot_quota == "forecast" else None
         self.pending = ClassQueues()
         self.blocked: set[tuple] = set()  # HP shapes no eviction could place, until a finish
         self.spot_on: dict[int, dict[int, Job]] = {}  # node -> whole-GPU spot jobs on it
@@ -67,11 +85,22 @@ class SpotFCFS(Policy):
         self.evictions = 0
 
     # ----- callbacks -----------------------------------------------------------------------
+    def setup(self, ctx: Context) -> None:
+        if self.gate is not None:
+            self.gate.setup(ctx, self.pending.waiting.values())
+
+    def on_timer(self, ctx: Context, payload: object) -> bool | None:
+        if self.gate is None:
+            return False
+        return self.gate.on_timer(ctx, payload, self.pending.waiting.values())
+
     def on_arrival(self, ctx: Context, job: Job) -> None:
         self._enqueue(job)
 
     def on_finish(self, ctx: Context, job: Job) -> None:
         self.blocked.clear()
+        if self.gate is not None:
+            self.gate.ended(ctx, job, evicted=False)
         self.released(ctx, job)
 
     def schedule(self, ctx: Context) -> None:
@@ -140,6 +169,8 @@ class SpotFCFS(Policy):
         self.pending.drain(lambda job, key: self._try_start(ctx, job, key, spot), spot=spot)
 
     def _try_start(self, ctx: Context, job: Job, key: tuple, spot: bool) -> bool:
+        if spot and self.gate is not None and not self.gate.admits(job):
+            return False  # over its model's spot quota (the authors' simulator setting)
         if not (job.fractional or self.evictable()) and ctx.state.free_in(ctx.groups_of(job)) < job.num_gpus:
             if not spot:
                 self.blocked.add(key)
@@ -157,6 +188,8 @@ class SpotFCFS(Policy):
     def start(self, ctx: Context, job: Job, alloc: Alloc) -> None:
         ctx.start(job, alloc)
         job.data = job.alloc
+        if self.gate is not None:
+            self.gate.started(ctx, job)
         if job.cls == SPOT and not job.fractional:
             for node, gids in job.alloc:
                 self.spot_on.setdefault(node, {})[job.idx] = job
@@ -169,9 +202,12 @@ class SpotFCFS(Policy):
         else:
             ctx.preempt(victim)
         self.evictions += 1
+        if self.gate is not None:
+            self.gate.ended(ctx, victim, evicted=True)
         self.released(ctx, victim)
         self._enqueue(victim)
 
     def report(self, jobs: pd.DataFrame) -> dict[str, Any]:
         """``{<name>: {"evict": ..., "evictions": ...}}``: how and how often spot jobs were evicted for HP jobs."""
-        return {self.name: {"evict": self.evict_mode, "evictions": self.evictions}}
+        out = {"evict": self.evict_mode, "evictions": self.evictions}
+        return {self.name: out if self.gate is None else {**out, **self.gate.report()}}

@@ -45,7 +45,8 @@ from schedlab.errors import ConfigError
 from schedlab.policies.common.queues import ClassQueues, job_shape
 from schedlab.policies.gfs import pts
 from schedlab.policies.gfs.nodes import NodeBook
-from schedlab.policies.gfs.sqa import DemandForecaster, Key, SpotQuota, SpotRuns, SqaConfig, inventory, spot_waits, supply
+from schedlab.policies.gfs.sqa import (DemandForecaster, SpotLedger, SpotQuota, SpotRuns, SqaConfig, inventory, spot_waits,
+                                       supply)  # fmt: skip
 from schedlab.policies.params import help_field
 from schedlab.sim.job import Job
 from schedlab.sim.policy import Context, Policy
@@ -99,14 +100,12 @@ class GFS(Policy):
         self.rng = np.random.default_rng(seed)  # GFS-p's random choices
         self.quota = SpotQuota(self.sqa)
         self.guarantee_s = self.sqa.guarantee_h * 3600.0
-        self.runs: dict[str, SpotRuns] = {}  # per GPU model
+        self.ledger = SpotLedger(self.guarantee_s)
         self.pending = ClassQueues(queue_order)
         self.blocked: set[tuple] = set()  # HP shapes no preemption could place, until a finish
         self.spot_held: dict[str, float] = {}
         self.spot_running: dict[int, tuple[float, str, float]] = {}  # idx -> (start, model, GPUs)
         self.model_of: dict[int, str] = {}
-        self.hp_demand: dict[Key, float] = {}
-        self.demand_changes: dict[Key, float] = {}
         self.spot_starts: list[tuple[float, str, float]] = []  # (start, model, wait) of spot runs, last H only
         self.violations: dict[int, int] = {}
         self.decision_s = array("d")
@@ -135,12 +134,12 @@ class GFS(Policy):
         self.blocked.clear()
         model = self.model_of.pop(job.idx)
         if job.cls == SPOT:
-            self._runs(model).end(ctx.now, evicted=False)
+            self.ledger.runs_of(model).end(ctx.now, evicted=False)
             self.spot_running.pop(job.idx)
             self.spot_held[model] -= job.num_gpus
             self.book.remove_spot(job, job.data)
         else:
-            self._add_demand((model, job.tenant), -job.num_gpus)
+            self.ledger.add_demand((model, job.tenant), -job.num_gpus)
         for node, _gids in job.data:
             self.book.touch(node)
 
@@ -158,8 +157,7 @@ class GFS(Policy):
     def _update_quota(self, ctx: Context) -> None:
         now = ctx.now
         state = ctx.state
-        self.forecaster.observe(now, self.demand_changes)
-        self.demand_changes = {}
+        self.forecaster.observe(now, self.ledger.unseen_changes())
         self.book.decay(now)
         capacity = dict(zip(state.type_names, map(float, state.type_gpus_on)))
         if now >= self.next_eta_s - 1e-6:
@@ -167,7 +165,7 @@ class GFS(Policy):
             self.next_eta_s = now + self.sqa.eta_interval_s
         bounds = self.forecaster.model_bounds(self.sqa.guarantee_rate, self.sqa.guarantee_h)
         in_use = dict.fromkeys(capacity, 0.0)
-        for (model, _org), level in self.hp_demand.items():
+        for (model, _org), level in self.ledger.hp_demand.items():
             in_use[model] = in_use.get(model, 0.0) + level
         self.bound_trace.extend((now, m, bounds.get(m, 0.0), in_use[m]) for m in capacity)
         idle, guaranteed = supply(state.groups, capacity, self.spot_running.values(), now,
@@ -181,12 +179,7 @@ class GFS(Policy):
         self.spot_starts = [s for s in self.spot_starts if s[0] >= start]
         longest = self.spot_wait(now, capacity)
         self.wait_trace.extend((now, model, wait) for model, wait in longest.items())
-        running = dict.fromkeys(capacity, 0)
-        for _, model, _ in self.spot_running.values():
-            running[model] += 1
-        for model, wait in longest.items():
-            eta = self.quota.feedback(model, self._runs(model).rate(now, running[model]), wait)
-            self.eta_trace.append((now, model, eta))
+        self.eta_trace.extend(self.ledger.feedback(self.quota, now, longest, self.spot_running.values()))
 
     def spot_wait(self, now: float, capacity: dict[str, float]) -> dict[str, float]:
         """``l`` of eq. 11 per model. ``wait_reading="longest"``: the longest wait of the spot
@@ -196,16 +189,10 @@ class GFS(Policy):
         pending = [job for job in self.pending.waiting.values() if job.cls == SPOT]
         return spot_waits(now, capacity, self.spot_starts, pending, reading=self.sqa.wait_reading, order=queue_order)
 
-    def _runs(self, model: str) -> SpotRuns:
-        runs = self.runs.get(model)
-        if runs is None:
-            runs = self.runs[model] = SpotRuns(self.guarantee_s)
-        return runs
-
-    def _add_demand(self, key: Key, gpus: float) -> None:
-        level = self.hp_demand.get(key, 0.0) + gpus
-        self.hp_demand[key] = level
-        self.demand_changes[key] = level
+    @property
+    def runs(self) -> dict[str, SpotRuns]:
+        """Spot runs per GPU model."""
+        return self.ledger.runs
 
     # ----- PTS (Algorithm 3) ---------------------------------------------------------------
     def _enqueue(self, job: Job) -> None:
@@ -265,7 +252,7 @@ class GFS(Policy):
             self.book.add_spot(job)
             self.spot_starts.append((ctx.now, model, ctx.now - job.queued_since))
         else:
-            self._add_demand((model, job.tenant), job.num_gpus)
+            self.ledger.add_demand((model, job.tenant), job.num_gpus)
         for node, _count in alloc:
             self.book.touch(node)
 
@@ -281,7 +268,7 @@ class GFS(Policy):
         self.spot_held[model] -= victim.num_gpus
         self.book.remove_spot(victim, alloc)
         self.book.record_eviction(ctx.now, tuple(node for node, _ in alloc))
-        self._runs(model).end(ctx.now, evicted=True)
+        self.ledger.runs_of(model).end(ctx.now, evicted=True)
         if inside:
             self.violations[victim.idx] = self.violations.get(victim.idx, 0) + 1
         self._enqueue(victim)

@@ -210,6 +210,44 @@ class SpotRuns:
         return self.evicted_in_window / runs if runs else 0.0
 
 
+class SpotLedger:
+    """The run state the spot quota reads, kept by GFS and by the baselines' quota gate: spot
+    runs per GPU model (``e`` of eq. 11) and HP GPUs held per (model, organisation), with the
+    changes the demand forecaster has not seen yet."""
+
+    def __init__(self, window_s: float) -> None:
+        self.window_s = window_s
+        self.runs: dict[str, SpotRuns] = {}
+        self.hp_demand: dict[Key, float] = {}
+        self.demand_changes: dict[Key, float] = {}
+
+    def runs_of(self, model: str) -> SpotRuns:
+        runs = self.runs.get(model)
+        if runs is None:
+            runs = self.runs[model] = SpotRuns(self.window_s)
+        return runs
+
+    def add_demand(self, key: Key, gpus: float) -> None:
+        level = self.hp_demand.get(key, 0.0) + gpus
+        self.hp_demand[key] = level
+        self.demand_changes[key] = level
+
+    def unseen_changes(self) -> dict[Key, float]:
+        """The HP levels changed since the last call (for the forecaster's ``observe``)."""
+        changes, self.demand_changes = self.demand_changes, {}
+        return changes
+
+    def feedback(self, quota: SpotQuota, now: float, waits: Mapping[str, float],
+                 spot_running: Iterable[tuple[float, str, float]]) -> list[tuple[float, str, float]]:  # fmt: skip
+        """Eq. 11 per model with ``e`` over the window and ``l`` from ``waits``; the (time,
+        model, eta) entries it set."""
+        running = dict.fromkeys(waits, 0)
+        for _, model, _ in spot_running:
+            running[model] += 1
+        return [(now, model, quota.feedback(model, self.runs_of(model).rate(now, running[model]), wait))
+                for model, wait in waits.items()]  # fmt: skip
+
+
 class SpotQuota:
     """The safety coefficients and quotas of eqs. 10-11, per GPU model."""
 

@@ -20,7 +20,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from schedlab.errors import ConfigError
-from schedlab.policies.gfs.sqa import (DemandForecaster, Key, SpotQuota, SpotRuns, SqaConfig, WeeklyPeak, inventory,
+from schedlab.policies.gfs.sqa import (DemandForecaster, SpotLedger, SpotQuota, SqaConfig, WeeklyPeak, inventory,
                                        spot_waits, supply)  # fmt: skip
 from schedlab.sim.job import Job
 from schedlab.sim.policy import Context
@@ -56,9 +56,7 @@ class QuotaGate:
         self.config = config or SqaConfig()
         self.quota = SpotQuota(self.config)
         self.guarantee_s = self.config.guarantee_h * 3600.0
-        self.runs: dict[str, SpotRuns] = {}
-        self.hp_demand: dict[Key, float] = {}
-        self.demand_changes: dict[Key, float] = {}
+        self.ledger = SpotLedger(self.guarantee_s)
         self.spot_held: dict[str, float] = {}
         self.spot_running: dict[int, tuple[float, str, float]] = {}  # idx -> (start, model, GPUs)
         self.spot_starts: list[tuple[float, str, float]] = []  # (start, model, wait), last H only
@@ -83,20 +81,14 @@ class QuotaGate:
     def update(self, ctx: Context, pending: Iterable[Job]) -> None:
         """Eq. 11 when due (``eta_interval_s``), then eqs. 9-10 per model, as GFS's update."""
         now, state, c = ctx.now, ctx.state, self.config
-        self.forecaster.observe(now, self.demand_changes)
-        self.demand_changes = {}
+        self.forecaster.observe(now, self.ledger.unseen_changes())
         capacity = dict(zip(state.type_names, map(float, state.type_gpus_on)))
         if now >= self.next_eta_s - 1e-6:
             self.spot_starts = [s for s in self.spot_starts if s[0] >= now - self.guarantee_s]
             queued = [job for job in pending if job.cls == SPOT]
             waits = spot_waits(now, capacity, self.spot_starts, queued, reading=c.wait_reading,
                                order=lambda job: job.submit)  # the baselines' FCFS order
-            running = dict.fromkeys(capacity, 0)
-            for _, model, _ in self.spot_running.values():
-                running[model] += 1
-            for model, wait in waits.items():
-                eta = self.quota.feedback(model, self._runs(model).rate(now, running[model]), wait)
-                self.eta_trace.append((now, model, eta))
+            self.eta_trace.extend(self.ledger.feedback(self.quota, now, waits, self.spot_running.values()))
             self.next_eta_s = now + c.eta_interval_s
         bounds = self.forecaster.model_bounds(c.guarantee_rate, c.guarantee_h)
         idle, guaranteed = supply(state.groups, capacity, self.spot_running.values(), now,
@@ -118,30 +110,19 @@ class QuotaGate:
             self.spot_running[job.idx] = (ctx.now, model, job.num_gpus)
             self.spot_starts.append((ctx.now, model, ctx.now - job.queued_since))
         else:
-            self._add_demand((model, job.tenant), job.num_gpus)
+            self.ledger.add_demand((model, job.tenant), job.num_gpus)
 
     def ended(self, ctx: Context, job: Job, *, evicted: bool) -> None:
         model = self.model_of.pop(job.idx)
         if job.cls == SPOT:
-            self._runs(model).end(ctx.now, evicted=evicted)
+            self.ledger.runs_of(model).end(ctx.now, evicted=evicted)
             self.spot_running.pop(job.idx)
             self.spot_held[model] -= job.num_gpus
         else:
-            self._add_demand((model, job.tenant), -job.num_gpus)
+            self.ledger.add_demand((model, job.tenant), -job.num_gpus)
 
     def report(self) -> dict:
         etas = [eta for _, _, eta in self.eta_trace]
         return {"spot_quota": "forecast", "quota_forecaster": self.forecaster.name,
                 "eta_final": {m: round(self.quota.eta_of(m), 4) for m in sorted(self.quota.eta)},
                 "eta_min": min(etas, default=None), "eta_max": max(etas, default=None)}  # fmt: skip
-
-    def _runs(self, model: str) -> SpotRuns:
-        runs = self.runs.get(model)
-        if runs is None:
-            runs = self.runs[model] = SpotRuns(self.guarantee_s)
-        return runs
-
-    def _add_demand(self, key: Key, gpus: float) -> None:
-        level = self.hp_demand.get(key, 0.0) + gpus
-        self.hp_demand[key] = level
-        self.demand_changes[key] = level

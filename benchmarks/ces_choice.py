@@ -30,7 +30,7 @@ import pandas as pd
 from doc_tables import replace_block
 
 from schedlab.energy.ces import CESConfig
-from schedlab.experiments.ces_forecast import ForecastPlan, forecast_plan, periods
+from schedlab.experiments.ces_forecast import REPORT_LEADS as LEADS, ForecastPlan, forecast_plan, periods
 from schedlab.experiments.ces_replay import VC_FILE, load_node_series
 from schedlab.predict.node_demand import to_steps
 from schedlab.predict.node_demand_eval import ChoiceRule
@@ -39,7 +39,6 @@ ROOT = Path(__file__).resolve().parents[1]
 DOC = ROOT / "docs" / "helios-ces.md"
 DATA = ROOT.parent / "shared" / "data" / "helios-artifact"
 SEED = 0
-LEADS = {1: "10 min", 6: "1 h", 18: "3 h"}
 TOLERANCE = 0.10  # the chosen forecaster may lose to the last value on the test days by at most this
 PREVIOUS_ORDER = ("last", "seasonal", "gbdt")  # the previous rule's tie order
 
@@ -55,7 +54,7 @@ def run_alone(name: str, path: Path, test_days: float, rule: ChoiceRule) -> Fore
     steps = {name: to_steps(load_node_series(path))}
     val_start, test_start, test_end = periods(steps[name].index, test_days, 7.0)
     return forecast_plan(steps, val_start, test_start, test_end, seed=SEED, future_steps=CESConfig().future_steps,
-                         rule=rule, leads=tuple(LEADS))  # fmt: skip
+                         rule=rule, leads=LEADS)  # fmt: skip
 
 
 def previous_choice(validation_smape: dict[str, float]) -> str:

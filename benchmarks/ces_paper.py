@@ -29,7 +29,7 @@ import numpy as np
 import pandas as pd
 
 from schedlab.energy.ces import CESConfig
-from schedlab.experiments.ces_forecast import REPORT_LEADS, score_table, wins
+from schedlab.experiments.ces_forecast import REPORT_LEAD_NAMES, REPORT_LEADS, score_table, wins
 from schedlab.energy.report import table5
 from schedlab.experiments.ces_replay import VC_FILE, load_node_series, replay, replay_pool
 from schedlab.predict.node_demand_eval import ChoiceRule
@@ -38,7 +38,6 @@ ROOT = Path(__file__).resolve().parents[1]
 DOC = ROOT / "docs" / "helios-ces.md"
 DATA = ROOT.parent / "shared" / "data" / "helios-artifact"
 SEED = 0
-LEAD_NAMES = {1: "10 min", 6: "1 h", 18: "3 h"}
 
 # Table 5 of the paper (Philly and Earth columns), and §4.3.3's vanilla DRS figure (the mean
 # over the four Helios clusters; the paper gives no per-cluster or Philly value).
@@ -112,13 +111,13 @@ def forecast_section(plans: dict[str, object]) -> str:
             cells = [f"**{r[f'smape_{f}']:.2f} %**" if r[f"smape_{f}"] <= best + 1e-9 else f"{r[f'smape_{f}']:.2f} %"
                      for f in ("gbdt", "last", "seasonal")]  # fmt: skip
             cells += [f"{r[f'mae_{f}']:.3f}" for f in ("gbdt", "last", "seasonal")]
-            lines.append(f"| {LEAD_NAMES[lead]} | {label(r['series'])} | " + " | ".join(cells) + f" | {chosen[r['series']]} |")
+            lines.append(f"| {REPORT_LEAD_NAMES[lead]} | {label(r['series'])} | " + " | ".join(cells) + f" | {chosen[r['series']]} |")
     summary = ["", "| lead | GBDT SMAPE below last value's (series) | below seasonal naive's |", "|---|---|---|"]
     for lead in REPORT_LEADS:
         won, n = wins(table, lead)
         rows = table[table["lead"] == lead]
         seasonal = int(np.sum(rows["smape_gbdt"] < rows["smape_seasonal"] - 1e-9))
-        summary.append(f"| {LEAD_NAMES[lead]} | {won} of {n} | {seasonal} of {n} |")
+        summary.append(f"| {REPORT_LEAD_NAMES[lead]} | {won} of {n} | {seasonal} of {n} |")
     summary += ["", "Validation week, SMAPE averaged over leads 10 min .. 3 h (what the choice rule reads):", "",
                 "| series | GBDT | last value | seasonal naive | CES uses |", "|---|---|---|---|---|"]
     for plan in plans.values():

@@ -23,7 +23,8 @@ from schedlab.predict.node_demand import ForecastConfig
 from schedlab.predict import node_demand_eval
 from schedlab.predict.node_demand_eval import Choice, ChoiceRule, Score, baseline, rolling_gbdt, score
 
-REPORT_LEADS = (1, 6, 18)  # 10 min, 1 h, 3 h at 10-minute steps
+REPORT_LEAD_NAMES = {1: "10 min", 6: "1 h", 18: "3 h"}  # leads reported, in 10-minute steps
+REPORT_LEADS = tuple(REPORT_LEAD_NAMES)
 
 
 @dataclass

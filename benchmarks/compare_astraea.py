@@ -47,7 +47,8 @@ from schedlab.metrics.fairness import fairness_metrics, load_shares
 from schedlab.policies.common.placers import Consolidate
 from schedlab.policies.fairness.astraea import Astraea
 from schedlab.policies.fairness.lease import BLOCK_RULES
-from schedlab.sim.engine import SimConfig, Simulation
+from schedlab.sim.config import SimConfig
+from schedlab.sim.engine import Simulation
 from schedlab.workload.schema import Workload, canonical_frame
 
 DATA = Path(__file__).resolve().parents[1] / ".." / "shared" / "data"

@@ -29,7 +29,8 @@ import pandas as pd
 
 from schedlab.cluster.presets import VENUS_SEPT_NODES, load_cluster
 from schedlab.policies.registry import make_policy
-from schedlab.sim.engine import SimConfig, Simulation
+from schedlab.sim.config import SimConfig
+from schedlab.sim.engine import Simulation
 from schedlab.workload import transforms
 from schedlab.workload.loaders import load_trace
 from schedlab.workload.synthetic import generate

@@ -42,7 +42,8 @@ import pandas as pd
 from schedlab.cluster.presets import uniform
 from schedlab.policies.classic.tiresias import Tiresias
 from schedlab.policies.common.placers import Consolidate, FirstFit
-from schedlab.sim.engine import SimConfig, Simulation
+from schedlab.sim.config import SimConfig
+from schedlab.sim.engine import Simulation
 from schedlab.sim.job import RUNNING
 from schedlab.workload.loaders import load_trace
 

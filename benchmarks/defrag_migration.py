@@ -34,7 +34,7 @@ import pandas as pd
 
 from schedlab.cluster.presets import load_cluster
 from schedlab.experiments.run import RunSpec, WorkloadSpec, build_run, execute
-from schedlab.sim.engine import SimConfig
+from schedlab.sim.config import SimConfig
 from schedlab.workload.schema import Workload, canonical_frame
 
 DOC = Path(__file__).resolve().parents[1] / "docs" / "migration.md"

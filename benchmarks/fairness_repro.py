@@ -37,7 +37,8 @@ from schedlab.experiments.run import WorkloadSpec
 from schedlab.metrics import summarize
 from schedlab.metrics.fairness import load_shares
 from schedlab.policies.registry import PolicyOptions, make_policy
-from schedlab.sim.engine import SimConfig, Simulation
+from schedlab.sim.config import SimConfig
+from schedlab.sim.engine import Simulation
 from schedlab.workload.schema import Workload, canonical_frame
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))

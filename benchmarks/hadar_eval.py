@@ -26,7 +26,8 @@ from schedlab.experiments.spec import load_spec
 from schedlab.metrics import summarize
 from schedlab.policies.registry import PolicyOptions, make_policy
 from schedlab.sim.bounds import fluid_makespan_bound
-from schedlab.sim.engine import SimConfig, Simulation
+from schedlab.sim.config import SimConfig
+from schedlab.sim.engine import Simulation
 from schedlab.sim.throughputs import GAVEL_BUILTIN
 from schedlab.workload.synthetic import generate
 

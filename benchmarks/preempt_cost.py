@@ -38,7 +38,7 @@ import pandas as pd
 
 from defrag_migration import markdown, replace_between
 from schedlab.experiments.run import RunSpec, WorkloadSpec, build_run, execute
-from schedlab.sim.engine import SimConfig
+from schedlab.sim.config import SimConfig
 
 DOC = Path(__file__).resolve().parents[1] / "docs" / "migration.md"
 SPOT_POLICIES = ("gfs", "yarn-cs-preempt")

@@ -35,7 +35,7 @@ from compare_tiresias import DEFAULT_TRACE, FREE, SIM_THRESHOLDS, Run, checked_a
 from schedlab.policies.classic.orders import srsf, srtf
 from schedlab.policies.classic.tiresias import Tiresias
 from schedlab.policies.common.placers import Consolidate, FirstFit
-from schedlab.sim.engine import SimConfig
+from schedlab.sim.config import SimConfig
 from schedlab.workload.loaders import load_trace
 
 FRACTIONS = (0.125, 0.25, 0.5, 1.0)

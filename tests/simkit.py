@@ -11,7 +11,8 @@ import pandas as pd
 
 from schedlab.cluster.spec import ClusterSpec, GpuType, NodeSpec, TenantSpec
 from schedlab.sim.policy import Policy, WrappedPolicy
-from schedlab.sim.engine import SimConfig, SimResult, Simulation
+from schedlab.sim.config import SimConfig
+from schedlab.sim.engine import SimResult, Simulation
 from schedlab.sim.job import PENDING, Job
 from schedlab.workload.schema import Workload, canonical_frame
 

@@ -18,7 +18,8 @@ import pytest
 
 from schedlab.cluster.presets import load_cluster
 from schedlab.policies.registry import POLICIES
-from schedlab.sim.engine import SimConfig, Simulation
+from schedlab.sim.config import SimConfig
+from schedlab.sim.engine import Simulation
 from schedlab.workload.synthetic import generate
 
 REPO = Path(__file__).resolve().parents[1]

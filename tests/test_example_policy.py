@@ -15,7 +15,8 @@ import pytest
 
 from schedlab.cluster.presets import uniform
 from schedlab.errors import ConfigError
-from schedlab.sim.engine import SimConfig, Simulation
+from schedlab.sim.config import SimConfig
+from schedlab.sim.engine import Simulation
 from schedlab.workload.schema import Workload, canonical_frame
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "my_policy.py"

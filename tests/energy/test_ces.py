@@ -28,7 +28,8 @@ from schedlab.predict import node_demand_eval
 from schedlab.predict.node_demand import ForecastConfig
 from schedlab.predict.node_demand_eval import ChoiceRule
 from schedlab.policies.registry import make_policy
-from schedlab.sim.engine import SimConfig, Simulation
+from schedlab.sim.config import SimConfig
+from schedlab.sim.engine import Simulation
 from simkit import cluster, job, workload
 
 TABLE5 = ("node_util_before", "node_util_after", "nodes_off_mean", "wakeups_per_day", "nodes_per_wakeup",

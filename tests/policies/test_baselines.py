@@ -15,7 +15,8 @@ from schedlab.policies.common.placers import BestFit, Consolidate
 from schedlab.policies.registry import POLICIES, make_policy
 from schedlab.policies.classic.tiresias import Tiresias
 from schedlab.policies.classic.yarn_cs import YarnCapacity
-from schedlab.sim.engine import SimConfig, Simulation
+from schedlab.sim.config import SimConfig
+from schedlab.sim.engine import Simulation
 
 
 class Logged(Checked):

@@ -17,7 +17,7 @@ from schedlab.metrics.tables import summary_table
 from schedlab.policies.common.placers import Consolidate
 from schedlab.policies.migration.defrag import Defrag, expected_wait, node_slots
 from schedlab.policies.registry import PolicyOptions, make_policy
-from schedlab.sim.engine import SimConfig
+from schedlab.sim.config import SimConfig
 from schedlab.sim.job import PENDING, RUNNING
 
 COSTS = dict(checkpoint_s=10.0, restore_s=30.0, restart_s=10.0, checkpoint_interval_s=math.inf)

@@ -12,7 +12,8 @@ from schedlab.errors import ConfigError
 from schedlab.policies.gfs import build_gfs
 from schedlab.policies.registry import PolicyOptions, make_policy
 from schedlab.sim.checkpoint import REFERENCE_MEM_GIB
-from schedlab.sim.engine import SimConfig, Simulation
+from schedlab.sim.config import SimConfig
+from schedlab.sim.engine import Simulation
 
 COSTS = dict(checkpoint_s=10.0, restore_s=30.0, restart_s=5.0, checkpoint_interval_s=100.0)
 # spot "s" (4 GPUs, 1,000 s of work, three times the reference memory) runs from 0 on the only

@@ -16,7 +16,7 @@ from schedlab.policies.fairness.fair_share import FairShare, GandivaFair
 from schedlab.policies.fairness.ledger import Ledger, water_fill
 from schedlab.policies.fairness.themis import Themis
 from schedlab.policies.registry import PolicyOptions, make_policy
-from schedlab.sim.engine import SimConfig
+from schedlab.sim.config import SimConfig
 from simkit import ZERO_COST, Checked, by_id, cluster, job, simulate
 
 STALL = SimConfig(checkpoint_s=10.0, restore_s=30.0, horizon_s=1e5)  # a pause costs 40 s

@@ -16,7 +16,8 @@ from schedlab.policies.gfs.nodes import NodeBook
 from schedlab.policies.gfs.pts import best_node, node_cost, place_pods, spared
 from schedlab.policies.gfs.sqa import SpotQuota, SpotRuns, SqaConfig, WeeklyPeak, inventory, next_eta, sum_by_model
 from schedlab.policies.gfs.forecast import OrgLinearForecaster
-from schedlab.sim.engine import SimConfig, Simulation
+from schedlab.sim.config import SimConfig
+from schedlab.sim.engine import Simulation
 from simkit import cluster, job, make_job, workload
 
 NO_CKPT = SimConfig(checkpoint_s=0.0, restore_s=0.0, restart_s=0.0, checkpoint_interval_s=math.inf)

@@ -15,7 +15,8 @@ from schedlab.policies.spot.chronus import Candidate, select
 from schedlab.policies.spot.lyra import NodeSet
 from schedlab.errors import ConfigError
 from schedlab.policies.registry import POLICIES, PolicyOptions, make_policy
-from schedlab.sim.engine import SimConfig, Simulation
+from schedlab.sim.config import SimConfig
+from schedlab.sim.engine import Simulation
 from simkit import Checked, cluster, job, workload
 
 NO_CKPT = SimConfig(checkpoint_s=0.0, restore_s=0.0, restart_s=0.0, checkpoint_interval_s=math.inf)

@@ -12,7 +12,8 @@ from schedlab.errors import ConfigError
 from schedlab.policies.gfs import build_gfs, gfs_params
 from schedlab.policies.gfs.sqa import SqaConfig
 from schedlab.policies.params import as_dict, parse
-from schedlab.sim.engine import SimConfig, Simulation
+from schedlab.sim.config import SimConfig
+from schedlab.sim.engine import Simulation
 from simkit import cluster, job, workload
 
 NO_CKPT = SimConfig(checkpoint_s=0.0, restore_s=0.0, restart_s=0.0, checkpoint_interval_s=math.inf)

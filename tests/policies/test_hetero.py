@@ -9,7 +9,8 @@ import pytest
 
 from schedlab.policies.hetero.gavel import Gavel, max_min_allocation
 from schedlab.policies.hetero.hadar import Allocator, Hadar, JobView, price
-from schedlab.sim.engine import SimConfig, Simulation
+from schedlab.sim.config import SimConfig
+from schedlab.sim.engine import Simulation
 from tests.simkit import cluster, job, workload
 
 R50 = "ResNet-50 (batch size 64)"

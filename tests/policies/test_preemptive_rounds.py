@@ -15,7 +15,8 @@ from schedlab.policies.classic.tiresias import Tiresias
 from schedlab.policies.common.placers import BestFit, Consolidate, FirstFit
 from schedlab.policies.common.queues import PreemptiveScheduler
 from schedlab.policies.registry import PolicyOptions, make_policy
-from schedlab.sim.engine import SimConfig, Simulation
+from schedlab.sim.config import SimConfig
+from schedlab.sim.engine import Simulation
 from schedlab.workload.synthetic import generate
 
 

@@ -13,7 +13,7 @@ from schedlab.policies.gfs import build_gfs
 from schedlab.policies.common.placers import BestFit, Consolidate
 from schedlab.policies.classic.tiresias import Tiresias
 from schedlab.policies.spot.yarn_cs_preempt import YarnCsPreempt
-from schedlab.sim.engine import SimConfig
+from schedlab.sim.config import SimConfig
 from simkit import Checked, Scripted, by_id, cluster, job, simulate
 
 STALL = SimConfig(checkpoint_s=10.0, restore_s=30.0, horizon_s=1e5)  # a pause costs 40 s
@@ -55,10 +55,10 @@ class _Demotions(Tiresias):
 
     def on_timer(self, ctx, payload: object) -> bool:
         job = self.active.get(payload[0]) if isinstance(payload, tuple) else None
-        level = job.data.level if job is not None else None
+        level = self._las[job.idx].level if job is not None else None
         changed = super().on_timer(ctx, payload)
-        if job is not None and job.data.level != level:
-            self.demotions.append((ctx.now, job.id, job.data.level))
+        if job is not None and self._las[job.idx].level != level:
+            self.demotions.append((ctx.now, job.id, self._las[job.idx].level))
         return changed
 
 

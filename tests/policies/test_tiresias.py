@@ -10,7 +10,7 @@ from simkit import ZERO_COST, Checked, by_id, cluster, job, simulate
 from schedlab.errors import ConfigError
 from schedlab.policies.classic.tiresias import Tiresias, TiresiasParams
 from schedlab.policies.common.placers import FirstFit
-from schedlab.sim.engine import SimConfig
+from schedlab.sim.config import SimConfig
 
 
 class _Promotions(Tiresias):

@@ -11,7 +11,7 @@ from schedlab.errors import ConfigError
 from schedlab.experiments.run import RunSpec, WorkloadSpec, simulate_run
 from schedlab.sim import iteration
 from schedlab.sim.checkpoint import REFERENCE_MEM_GIB, CheckpointModel
-from schedlab.sim.engine import SimConfig
+from schedlab.sim.config import SimConfig
 from schedlab.sim.job import Job
 
 COSTS = dict(checkpoint_s=10.0, restore_s=30.0, restart_s=5.0, checkpoint_interval_s=100.0)

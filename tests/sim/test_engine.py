@@ -8,7 +8,8 @@ import pytest
 from simkit import Scripted, by_id, check_state, cluster, job, simulate, workload
 
 from schedlab.errors import ActionError, ConfigError, InputError
-from schedlab.sim.engine import SimConfig, Simulation
+from schedlab.sim.config import SimConfig
+from schedlab.sim.engine import Simulation
 
 
 def test_job_finishes_at_start_plus_duration() -> None:

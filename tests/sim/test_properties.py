@@ -18,7 +18,8 @@ from schedlab.cluster.spec import ClusterSpec
 from schedlab.sim.policy import Policy
 from schedlab.policies.common.placers import PLACERS
 from schedlab.policies.registry import POLICIES, PolicyOptions, make_policy
-from schedlab.sim.engine import SimConfig, SimResult, Simulation
+from schedlab.sim.config import SimConfig
+from schedlab.sim.engine import SimResult, Simulation
 from schedlab.sim.job import RUNNING, Job
 
 SETTINGS = settings(

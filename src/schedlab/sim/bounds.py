@@ -45,22 +45,28 @@ def fluid_makespan_bound(workload: Workload, cluster: ClusterSpec, table: Throug
                       for model, g in zip(jobs["model"], size)])  # fmt: skip
     if not (speed.max(axis=1) > 0).all():
         raise ConfigError("a job has no measured throughput on the cluster's GPU types")
-    var = lambda j, k: j * m + k  # noqa: E731  (y[j, k]); T is the last variable
-    t_col = n * m
-    rows, cols, vals = [], [], []
+    t_col = n * m  # y[j, k] is variable j * m + k; T is the last one
+    rows: list[int] = []
+    cols: list[int] = []
+    vals: list[float] = []
+
+    def entry(row: int, col: int, value: float) -> None:
+        rows.append(row)
+        cols.append(col)
+        vals.append(value)
+
     for j in range(n):
         for k in range(m):
-            rows += [j, n + k]
-            cols += [var(j, k)] * 2
-            vals += [-speed[j, k], 1.0]
+            entry(j, j * m + k, -speed[j, k])
+            entry(n + k, j * m + k, 1.0)
             if per_job:
-                rows.append(n + m + j), cols.append(var(j, k)), vals.append(1.0)
+                entry(n + m + j, j * m + k, 1.0)
     for k in range(m):
-        rows.append(n + k), cols.append(t_col), vals.append(-gpus_of[types[k]])
+        entry(n + k, t_col, -gpus_of[types[k]])
     n_rows = n + m
     if per_job:
         for j in range(n):
-            rows.append(n + m + j), cols.append(t_col), vals.append(-size[j])
+            entry(n + m + j, t_col, -size[j])
         n_rows += n
     a_ub = coo_matrix((vals, (rows, cols)), shape=(n_rows, t_col + 1)).tocsr()
     b_ub = np.concatenate([-need, np.zeros(n_rows - n)])

@@ -109,7 +109,7 @@ def iteration_time(p: ModelProfile, batch: float, steps: int, gpus: int, delta: 
     if steps < 1 or batch <= 0:
         raise ConfigError(f"iteration_time: need batch > 0 and steps >= 1, got {batch!r}, {steps!r}")
     comp = t_comp(p, batch / steps)
-    return (steps - 1) * comp + (comp**delta + t_comm(p, gpus) ** delta) ** (1 / delta)
+    return float((steps - 1) * comp + (comp**delta + t_comm(p, gpus) ** delta) ** (1 / delta))
 
 
 def memory_mib(p: ModelProfile, batch: float) -> float:

@@ -13,38 +13,65 @@ arrived, and only how many are still to come (``arrivals_left``).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence, Set as AbstractSet
 from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any, Protocol
+
+from schedlab.sim.config import SimConfig
 
 if TYPE_CHECKING:
     import pandas as pd
 
     from schedlab.cluster.spec import ClusterSpec
     from schedlab.cluster.state import Group, Held
-    from schedlab.sim.engine import SimConfig
     from schedlab.sim.job import Job
     from schedlab.sim.perf import PerfModel
 
 
 class ClusterView(Protocol):
-    """The cluster state a policy reads (:class:`schedlab.cluster.state.ClusterState`)."""
+    """The cluster state a policy reads (:class:`schedlab.cluster.state.ClusterState`), read-only:
+    every change goes through the context's actions, and a tentative one through ``what_if``."""
 
-    num_nodes: int
-    node_gpus: Sequence[int]
-    node_type: Sequence[str]
-    node_pool: Sequence[str]
-    node_group: Sequence[int]
-    groups: Sequence[Group]
-    free: Sequence[int]
-    on: Sequence[bool]
-    booting: set[int]
-    nodes_on: int
-    gpu_used: Sequence[Sequence[int]]
-    pool_gpus_on: Mapping[str, int]
-    type_names: tuple[str, ...]
-    type_gpus_on: Sequence[int]
-    version: int  # rises whenever an allocation or a node's power changes (a what-if check excepted)
+    @property
+    def num_nodes(self) -> int: ...
+    @property
+    def node_gpus(self) -> Sequence[int]: ...
+    @property
+    def node_type(self) -> Sequence[str]: ...
+    @property
+    def node_pool(self) -> Sequence[str]: ...
+    @property
+    def node_group(self) -> Sequence[int]: ...
+    @property
+    def groups(self) -> Sequence[Group]: ...
+    @property
+    def free(self) -> Sequence[int]:
+        """Whole free GPUs per node."""
+        ...
+    @property
+    def on(self) -> Sequence[bool]: ...
+    @property
+    def booting(self) -> AbstractSet[int]: ...
+    @property
+    def nodes_on(self) -> int: ...
+    @property
+    def gpu_used(self) -> Sequence[Sequence[int]]:
+        """Thousandths of each GPU in use, per node."""
+        ...
+    @property
+    def gpu_jobs(self) -> Sequence[Sequence[int]]:
+        """Jobs holding each GPU, per node."""
+        ...
+    @property
+    def pool_gpus_on(self) -> Mapping[str, int]: ...
+    @property
+    def type_names(self) -> tuple[str, ...]: ...
+    @property
+    def type_gpus_on(self) -> Sequence[int]: ...
+    @property
+    def version(self) -> int:
+        """Rises whenever an allocation or a node's power changes (a what-if check excepted)."""
+        ...
 
     def groups_for(self, pool: str, gpu_type: str) -> tuple[Group, ...]: ...
     def free_in(self, groups: tuple[Group, ...]) -> int: ...

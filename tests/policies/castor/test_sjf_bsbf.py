@@ -14,7 +14,8 @@ from schedlab.experiments.run import RunSpec, WorkloadSpec, simulate_run
 from schedlab.policies.castor.build import CastorParams, xi_sources
 from schedlab.policies.castor.sjf_bsbf import SjfBsbf
 from schedlab.policies.common.placers import Consolidate
-from schedlab.sim.engine import SimConfig, Simulation
+from schedlab.sim.config import SimConfig
+from schedlab.sim.engine import Simulation
 from schedlab.sim.iteration import CATALOGUE, assign, memory_mib
 from schedlab.workload.schema import Workload, canonical_frame
 

@@ -16,7 +16,8 @@ from schedlab.policies.common.placers import Consolidate
 from schedlab.policies.lucid.build import LucidParams, lucid_data
 from schedlab.policies.lucid.lucid import Lucid
 from schedlab.policies.lucid.scores import analyzer_scores, lookup, score_of_speed
-from schedlab.sim.engine import SimConfig, Simulation
+from schedlab.sim.config import SimConfig
+from schedlab.sim.engine import Simulation
 from schedlab.sim.iteration import CATALOGUE, assign, memory_mib
 from schedlab.workload.schema import Workload, canonical_frame
 

@@ -41,7 +41,7 @@ from schedlab.errors import ConfigError
 from schedlab.policies.castor.pair import SharePlan, concurrent_times, scale_batch, theorem1
 from schedlab.policies.common.placers import Placer
 from schedlab.sim.colocation import ColocationPerf, JobSetting, XiSource
-from schedlab.sim.engine import SimConfig
+from schedlab.sim.config import SimConfig
 from schedlab.sim.iteration import CATALOGUE, assign, iteration_time, memory_mib
 from schedlab.sim.job import Job
 from schedlab.sim.policy import Context, Policy

@@ -51,7 +51,7 @@ from schedlab.errors import ConfigError
 from schedlab.policies.common.placers import Placer
 from schedlab.policies.lucid.scores import Scores, lookup
 from schedlab.sim.colocation import ColocationPerf, JobSetting, XiSource
-from schedlab.sim.engine import SimConfig
+from schedlab.sim.config import SimConfig
 from schedlab.sim.iteration import CATALOGUE, assign, memory_mib
 from schedlab.sim.job import Job
 from schedlab.sim.policy import Context, Policy

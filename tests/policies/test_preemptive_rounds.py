@@ -13,7 +13,7 @@ from schedlab.cluster.state import ClusterState
 from schedlab.policies.classic import orders
 from schedlab.policies.classic.tiresias import Tiresias
 from schedlab.policies.common.placers import BestFit, Consolidate, FirstFit
-from schedlab.policies.common.queues import PreemptiveScheduler
+from schedlab.policies.common.preemptive import PreemptiveScheduler
 from schedlab.policies.registry import PolicyOptions, make_policy
 from schedlab.sim.config import SimConfig
 from schedlab.sim.engine import Simulation
@@ -139,8 +139,8 @@ def test_an_index_rebuilt_at_once_decides_as_full_rounds() -> None:
     recomputed one by one, so the index is rebuilt in one sort, with the same decisions."""
     policy = orders.srtf(Consolidate())
     rebuilds = []
-    rekey_all = policy._rekey_all
-    policy._rekey_all = lambda ctx, ranked: rebuilds.append(ctx.now) or rekey_all(ctx, ranked)  # type: ignore[method-assign]
+    rekey_all = policy.index.rekey_all
+    policy.index.rekey_all = lambda ctx, ranked: rebuilds.append(ctx.now) or rekey_all(ctx, ranked)  # type: ignore[method-assign]
     fast = simulate(_long_and_short(90, 1.0), cluster([8] * 64), policy).jobs
     full = simulate(_long_and_short(90, 1.0), cluster([8] * 64), _always_full(orders.srtf(Consolidate()))).jobs
     assert len(rebuilds) >= 80

@@ -3,7 +3,7 @@
 ``place(ctx, job)`` returns a list of (node, GPUs) pairs, or None when the job cannot be
 placed now. A job that fits on one node always gets one node. Gang workers
 (``gpus_per_worker``) are never split across nodes. Placers read the per-group free-GPU
-buckets of :class:`schedlab.cluster.state.ClusterState`, so a query costs at most a walk over
+buckets of the read-only cluster view (:class:`schedlab.sim.policy.ClusterView`), so a query costs at most a walk over
 the bucket sizes, except where a docstring says it scans.
 """
 
@@ -13,10 +13,10 @@ from collections.abc import Iterable, Iterator
 
 import numpy as np
 
-from schedlab.cluster.state import ClusterState, Group
+from schedlab.cluster.state import Group, Held
 from schedlab.errors import ConfigError
 from schedlab.sim.job import Job
-from schedlab.sim.policy import Context
+from schedlab.sim.policy import ClusterView, Context
 
 Alloc = list[tuple[int, int]]
 
@@ -28,7 +28,7 @@ class Placer:
     name = "base"
 
     def place(self, ctx: Context, job: Job) -> Alloc | None:
-        state: ClusterState = ctx.state
+        state = ctx.state
         groups = ctx.groups_of(job)
         if job.fractional:
             node = self.fraction_node(state, groups, job.milli)
@@ -45,8 +45,8 @@ class Placer:
 
     split_small_jobs = True
 
-    def fewest_releases(self, state: ClusterState, groups: tuple[Group, ...], need: int, worker: int,
-                        allocs: list) -> int | None | bool:  # fmt: skip
+    def fewest_releases(self, state: ClusterView, groups: tuple[Group, ...], need: int, worker: int,
+                        allocs: list[Held]) -> int | None | bool:  # fmt: skip
         """How many leading ``allocs`` (the GPUs of running jobs) must be released before this
         placer places a job of ``need`` whole GPUs, counted instead of found by trial
         placements; None if all of them are not enough, False where the count does not apply
@@ -67,7 +67,7 @@ class Placer:
                 return k + 1
         return None
 
-    def single_node(self, state: ClusterState, groups: tuple[Group, ...], need: int) -> int | None:
+    def single_node(self, state: ClusterView, groups: tuple[Group, ...], need: int) -> int | None:
         """Best-fit by default: the node with the fewest free GPUs that still fit, lowest id first."""
         best: int | None = None
         for g in groups:
@@ -78,7 +78,7 @@ class Placer:
                 best = node
         return best
 
-    def spread_order(self, state: ClusterState, groups: tuple[Group, ...], worker: int) -> Iterable[int]:
+    def spread_order(self, state: ClusterView, groups: tuple[Group, ...], worker: int) -> Iterable[int]:
         """Nodes with room for a ``worker``, in the order a job that spans nodes fills them
         (default: most free first)."""
         max_gpus = max(g.max_gpus for g in groups)
@@ -87,12 +87,12 @@ class Placer:
                 if k <= g.max_gpus:
                     yield from g.buckets[k]
 
-    def spread(self, state: ClusterState, groups: tuple[Group, ...], need: int, worker: int) -> Alloc | None:
+    def spread(self, state: ClusterView, groups: tuple[Group, ...], need: int, worker: int) -> Alloc | None:
         if worker_room(groups, worker) * worker < need:
             return None
         return take_workers(state, self.spread_order(state, groups, worker), need, worker)
 
-    def fraction_node(self, state: ClusterState, groups: tuple[Group, ...], milli: int) -> int | None:
+    def fraction_node(self, state: ClusterView, groups: tuple[Group, ...], milli: int) -> int | None:
         """A node for a fractional request: the lowest-id partly used node with room, else a
         single-GPU best fit. Scans the partly used nodes of the groups."""
         for g in groups:
@@ -115,7 +115,7 @@ class Consolidate(Placer):
     def __init__(self) -> None:
         self._sizes: dict[int, tuple[Group, list[int]]] = {}
 
-    def spread(self, state: ClusterState, groups: tuple[Group, ...], need: int, worker: int) -> Alloc | None:
+    def spread(self, state: ClusterView, groups: tuple[Group, ...], need: int, worker: int) -> Alloc | None:
         for g in groups:
             size = g.max_gpus
             whole, rest = divmod(need, size)
@@ -136,7 +136,7 @@ class Consolidate(Placer):
             return None
         return super().spread(state, groups, need, worker)
 
-    def _could_hold(self, state: ClusterState, g: Group, need: int, worker: int) -> bool:
+    def _could_hold(self, state: ClusterView, g: Group, need: int, worker: int) -> bool:
         """Whether whole free nodes (plus one remainder node) of ``g`` could ever hold the job;
         when no group could, the job spreads over the nodes with the most free GPUs instead."""
         whole, rest = divmod(need, g.max_gpus)
@@ -147,8 +147,8 @@ class Consolidate(Placer):
             return False
         return rest == 0 or (len(sizes) > whole and sizes[whole] >= rest)
 
-    def fewest_releases(self, state: ClusterState, groups: tuple[Group, ...], need: int, worker: int,
-                        allocs: list) -> int | None | bool:  # fmt: skip
+    def fewest_releases(self, state: ClusterView, groups: tuple[Group, ...], need: int, worker: int,
+                        allocs: list[Held]) -> int | None | bool:  # fmt: skip
         """:meth:`Placer.fewest_releases` from free-GPU counts: a job that fits on a node is
         placed exactly when some node has ``need`` free GPUs; a larger one when enough whole
         nodes are free, plus one with room for the remainder. False also for a larger job over
@@ -191,7 +191,7 @@ class Consolidate(Placer):
         return None
 
     @staticmethod
-    def _one_node_releases(state: ClusterState, eligible: set[int], need: int, allocs: list) -> int | None | bool:
+    def _one_node_releases(state: ClusterView, eligible: set[int], need: int, allocs: list[Held]) -> int | None | bool:
         """How many leading ``allocs`` free ``need`` GPUs on one node of the ``eligible`` groups
         (ids); the placer puts such a job on one node, so that is exactly when it fits."""
         for k, step in enumerate(released_in_order(state, allocs)):
@@ -202,7 +202,7 @@ class Consolidate(Placer):
                     return k + 1
         return None
 
-    def _node_sizes(self, state: ClusterState, g: Group) -> list[int]:
+    def _node_sizes(self, state: ClusterView, g: Group) -> list[int]:
         """The GPU counts of the group's nodes, largest first (fixed: sorted once per group)."""
         held = self._sizes.get(id(g))
         if held is None or held[0] is not g:  # the group itself is kept, so its id is not reused
@@ -223,7 +223,7 @@ class FirstFit(Placer):
 
     name = "first-fit"
 
-    def single_node(self, state: ClusterState, groups: tuple[Group, ...], need: int) -> int | None:
+    def single_node(self, state: ClusterView, groups: tuple[Group, ...], need: int) -> int | None:
         best: int | None = None
         for g in groups:
             for k in range(need, g.max_gpus + 1):
@@ -232,7 +232,7 @@ class FirstFit(Placer):
                     best = bucket[0]
         return best
 
-    def spread_order(self, state: ClusterState, groups: tuple[Group, ...], worker: int) -> Iterable[int]:
+    def spread_order(self, state: ClusterView, groups: tuple[Group, ...], worker: int) -> Iterable[int]:
         return sorted(n for g in groups for k in range(worker, g.max_gpus + 1) for n in g.buckets[k])
 
 
@@ -245,18 +245,18 @@ class RandomFit(Placer):
     def __init__(self, rng: np.random.Generator) -> None:
         self.rng = rng
 
-    def single_node(self, state: ClusterState, groups: tuple[Group, ...], need: int) -> int | None:
+    def single_node(self, state: ClusterView, groups: tuple[Group, ...], need: int) -> int | None:
         candidates = [n for g in groups for k in range(need, g.max_gpus + 1) for n in g.buckets[k]]
         if not candidates:
             return None
         return candidates[int(self.rng.integers(len(candidates)))]
 
-    def spread_order(self, state: ClusterState, groups: tuple[Group, ...], worker: int) -> Iterable[int]:
+    def spread_order(self, state: ClusterView, groups: tuple[Group, ...], worker: int) -> Iterable[int]:
         nodes = [n for g in groups for k in range(worker, g.max_gpus + 1) for n in g.buckets[k]]
         return [nodes[i] for i in self.rng.permutation(len(nodes))]
 
 
-def released_in_order(state: ClusterState, allocs: list) -> Iterator[list[tuple[int, int, int]] | None]:
+def released_in_order(state: ClusterView, allocs: list[Held]) -> Iterator[list[tuple[int, int, int]] | None]:
     """Release ``allocs`` one after another, on paper: for each, the (node, free GPUs before,
     free GPUs after) of its nodes; None for an allocation with a GPU that another job shares
     (releasing it frees no whole GPU), after which nothing more is yielded."""
@@ -281,7 +281,7 @@ def worker_room(groups: tuple[Group, ...], worker: int) -> int:
     return sum(len(g.buckets[k]) * (k // worker) for g in groups for k in range(worker, g.max_gpus + 1))
 
 
-def take_workers(state: ClusterState, nodes: Iterable[int], need: int, worker: int) -> Alloc | None:
+def take_workers(state: ClusterView, nodes: Iterable[int], need: int, worker: int) -> Alloc | None:
     """Whole workers of ``worker`` GPUs from ``nodes`` in order until ``need`` GPUs are
     taken, or None if the nodes cannot hold them."""
     alloc: Alloc = []
@@ -301,7 +301,7 @@ def worker_size(job: Job) -> int:
     return int(gpw) if gpw == gpw and gpw >= 1 else 1
 
 
-PLACERS = {
+PLACERS: dict[str, tuple[type[Placer], str | None]] = {
     "consolidate": (Consolidate, Consolidate.__doc__),
     "best-fit": (BestFit, BestFit.__doc__),
     "first-fit": (FirstFit, FirstFit.__doc__),
@@ -312,5 +312,6 @@ PLACERS = {
 def make_placer(name: str, rng: np.random.Generator) -> Placer:
     if name not in PLACERS:
         raise ConfigError(f"unknown placer '{name}'; choose one of {', '.join(PLACERS)}")
-    cls = PLACERS[name][0]
-    return cls(rng) if cls is RandomFit else cls()
+    if name == "random":
+        return RandomFit(rng)
+    return PLACERS[name][0]()

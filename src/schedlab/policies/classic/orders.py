@@ -12,7 +12,8 @@ Tiresias evaluations).
 
 from __future__ import annotations
 
-from schedlab.policies.common.queues import PreemptiveScheduler, QueueScheduler
+from schedlab.policies.common.preemptive import PreemptiveScheduler
+from schedlab.policies.common.queues import QueueScheduler
 from schedlab.policies.common.placers import Placer
 from schedlab.sim.job import Job
 from schedlab.sim.policy import Context

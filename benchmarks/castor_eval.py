@@ -43,6 +43,7 @@ from schedlab.metrics import summarize
 from schedlab.policies.castor.interference import MeasuredXi, TreeXi, job_columns, pair_features, read_pairs
 from schedlab.policies.castor.sjf_bsbf import SjfBsbf
 from schedlab.policies.common.placers import Consolidate
+from schedlab.policies.registry import POLICIES
 from schedlab.sim.engine import Simulation
 from schedlab.workload.schema import Workload, canonical_frame
 from schedlab.workload.synthetic import generate
@@ -139,7 +140,8 @@ def run_variant(args: tuple[str, int, int, str, str, dict[str, str]]) -> dict[st
 
 def run_spec(profile: str, n: int, seed: int, label: str, name: str, params: dict[str, str]) -> dict[str, Any]:
     workload = section9_workload(profile, n, seed)
-    spec = RunSpec(WorkloadSpec(synthetic=profile, jobs=n, seed=seed), CLUSTER, name, seed=seed, params=params)
+    spec = RunSpec(WorkloadSpec(synthetic=profile, jobs=n, seed=seed), CLUSTER, name, seed=seed,
+                   params=POLICIES[name].parse(params))
     s = simulate_run(spec, None, workload=workload)
     castor = s.get("castor") or {}
     requested = float((workload.jobs["num_gpus"] * workload.jobs["duration_s"]).sum())

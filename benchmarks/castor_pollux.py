@@ -32,6 +32,7 @@ import pandas as pd
 
 from schedlab.experiments.run import RunSpec, WorkloadSpec, build_run, execute
 from schedlab.policies.castor.interference import PAPER_XI_MAX
+from schedlab.policies.registry import POLICIES
 from schedlab.workload.loaders import load_trace
 from schedlab.workload.schema import Workload, canonical_frame
 
@@ -81,7 +82,7 @@ def run_cell(args: tuple[int, int, str, str, float]) -> dict[str, Any]:
         params["xi_max"] = f"{xi_max:g}"
     w = workload(k, n)
     spec = RunSpec(WorkloadSpec(trace=str(WORKLOADS / f"workload-{k}.csv"), fmt="pollux-workload"), CLUSTER, name,
-                   seed=k, params=params)  # fmt: skip
+                   seed=k, params=POLICIES[name].parse(params))  # fmt: skip
     result, s = execute(build_run(spec, workload=w))
     castor = s.get("castor") or {}
     jobs = w.jobs

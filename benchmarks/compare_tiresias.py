@@ -72,9 +72,8 @@ class SubmitOrder(Tiresias):
     """Ablation: FIFO by submission inside a queue, running jobs not kept ahead (the order
     schedlab used before it followed the simulator's)."""
 
-    @staticmethod
-    def queue_key(ctx, job) -> tuple:
-        return (job.data.level, 0, job.submit)
+    def queue_key(self, ctx, job) -> tuple:
+        return (self._las[job.idx].level, 0, job.submit)
 
 
 class CountRounds(Tiresias):
@@ -111,11 +110,11 @@ class SimulatorEvents(CountRounds):
     jump_at = math.inf
 
     def _arm(self, ctx, job) -> None:
-        job.data.token += 1  # no timer of its own: queue changes wait for a round
+        self._las[job.idx].token += 1  # no timer of its own: queue changes wait for a round
 
     def paused(self, ctx, job) -> None:
         super().paused(ctx, job)
-        job.data.token += 1  # drops the promotion timer: promotions are found in rounds
+        self._las[job.idx].token += 1  # drops the promotion timer: promotions are found in rounds
 
     def on_timer(self, ctx, payload) -> bool:
         if payload == self.JUMP:
@@ -125,7 +124,7 @@ class SimulatorEvents(CountRounds):
     def schedule(self, ctx) -> None:
         knob = self.promote_knob
         for job in sorted(self.active.values(), key=lambda j: j.idx):
-            st = job.data
+            st = self._las[job.idx]
             if job.state == RUNNING:
                 level = min(self._level(ctx, job), st.level + 1)  # one queue per round
                 if level != st.level:
@@ -138,7 +137,7 @@ class SimulatorEvents(CountRounds):
         super().schedule(ctx)
         jump = math.inf
         for job in self.active.values():
-            st = job.data
+            st = self._las[job.idx]
             executed = ctx.executed(job) - st.executed_offset
             if job.state == RUNNING and st.level < len(self.thresholds):
                 jump = min(jump, ctx.now + math.ceil((self.thresholds[st.level] - executed) / job.num_gpus))

@@ -36,7 +36,7 @@ from schedlab.cluster.presets import load_cluster
 from schedlab.experiments.run import WorkloadSpec
 from schedlab.metrics import summarize
 from schedlab.metrics.fairness import load_shares
-from schedlab.policies.registry import PolicyOptions, make_policy
+from schedlab.policies.registry import POLICIES, PolicyOptions, make_policy
 from schedlab.sim.config import SimConfig
 from schedlab.sim.engine import Simulation
 from schedlab.workload.schema import Workload, canonical_frame
@@ -69,8 +69,8 @@ def run(name: str, policy: str) -> dict:
     jobs = workload(name)
     cluster = load_cluster(CLUSTER)
     name, params = VARIANTS.get(policy, (policy, {}))
-    options = PolicyOptions(params=params, seed=0, shares=shares)
-    built = make_policy(name, rng=np.random.default_rng(0), options=options)
+    options = PolicyOptions(seed=0, shares=shares)
+    built = make_policy(name, rng=np.random.default_rng(0), params=POLICIES[name].parse(params), options=options)
     cpu = time.process_time()
     result = Simulation(jobs, cluster, built, config=SimConfig(), seed=0).run()
     cpu = time.process_time() - cpu

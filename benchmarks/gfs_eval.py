@@ -82,7 +82,7 @@ def run_cell(cell: Cell, setup: Setup, out: Path | None) -> dict[str, Any]:
     end of the warm-up to the last submission."""
     options = {"spot_scale": cell.spot_scale, "max_duration_s": setup.max_duration_days * 86400.0}
     wspec = WorkloadSpec(synthetic="gfs", jobs=setup.jobs, seed=setup.seed, load=setup.load, options=options)
-    spec = RunSpec(wspec, "gfs", cell.policy, seed=setup.seed, params=cell.params)
+    spec = RunSpec(wspec, "gfs", cell.policy, seed=setup.seed, params=POLICIES[cell.policy].parse(cell.params))
     with tempfile.TemporaryDirectory() as scratch:
         target = Path(scratch) if out is None else out / cell.label.replace(" ", "_").replace("=", "")
         summary = simulate_run(spec, target)

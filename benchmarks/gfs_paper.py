@@ -42,6 +42,7 @@ from typing import Any
 import numpy as np
 
 from schedlab.experiments.run import RunSpec, WorkloadSpec, simulate_run
+from schedlab.policies.registry import POLICIES
 
 BASELINES = ("yarn-cs-preempt", "chronus", "lyra", "fgd")
 ABLATIONS = ("gfs-e", "gfs-d", "gfs-s", "gfs-p", "gfs-sp", "gfs")
@@ -116,7 +117,7 @@ def run_cell(cell: Cell, jobs: int, seed: int, arrival_scale: float) -> dict[str
     arrival_scale = cell.arrival_scale or arrival_scale
     wspec = WorkloadSpec(synthetic="gfs-a100", jobs=jobs, seed=seed, options={"spot_scale": float(cell.spot_scale)},
                          arrival_scale=None if arrival_scale == 1 else arrival_scale)  # fmt: skip
-    summary = simulate_run(RunSpec(wspec, "gfs-a100", cell.policy, seed=seed, params=cell.params), None)
+    summary = simulate_run(RunSpec(wspec, "gfs-a100", cell.policy, seed=seed, params=POLICIES[cell.policy].parse(cell.params)), None)
     hp, spot = summary["classes"]["hp"], summary["classes"]["spot"]
     e = spot.get("eviction_rate")
     values = (hp["jct_p99_s"], hp["jct_mean_s"], hp["queue_mean_s"], spot["jct_mean_s"], spot["queue_mean_s"],

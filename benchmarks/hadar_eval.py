@@ -24,7 +24,7 @@ from doc_tables import replace_block
 from schedlab.cluster.presets import load_cluster
 from schedlab.experiments.spec import load_spec
 from schedlab.metrics import summarize
-from schedlab.policies.registry import PolicyOptions, make_policy
+from schedlab.policies.registry import make_policy
 from schedlab.sim.bounds import fluid_makespan_bound
 from schedlab.sim.config import SimConfig
 from schedlab.sim.engine import Simulation
@@ -52,7 +52,7 @@ def run_seed(profile: str, seed: int) -> dict:
                  "area_h": fluid_makespan_bound(work, cluster, GAVEL_BUILTIN, per_job=False) / 3600,
                  "runs": {}}  # fmt: skip
     for label, registered, params in RUNS:
-        policy = make_policy(registered, rng=np.random.default_rng(seed), options=PolicyOptions(params=params))
+        policy = make_policy(registered, rng=np.random.default_rng(seed), params=params)
         t0 = time.perf_counter()
         res = Simulation(work, cluster, policy, config=CONFIG, seed=seed).run()
         s = summarize(res.jobs, res.timeseries, policy=registered)

@@ -38,6 +38,7 @@ import pandas as pd
 
 from defrag_migration import markdown, replace_between
 from schedlab.experiments.run import RunSpec, WorkloadSpec, build_run, execute
+from schedlab.policies.registry import POLICIES
 from schedlab.sim.config import SimConfig
 
 DOC = Path(__file__).resolve().parents[1] / "docs" / "migration.md"
@@ -56,7 +57,7 @@ def run_one(wspec: WorkloadSpec, cluster: str | None, policy: str, model: str, s
             params: dict, horizon_s: float = math.inf) -> tuple[pd.DataFrame, float]:  # fmt: skip
     config = SimConfig(checkpoint_model=model, transparent_speedup=speedup, horizon_s=horizon_s)
     cpu0 = time.process_time()
-    result, _ = execute(build_run(RunSpec(wspec, cluster, policy, seed=0, config=config, params=params)))
+    result, _ = execute(build_run(RunSpec(wspec, cluster, policy, seed=0, config=config, params=POLICIES[policy].parse(params))))
     return result.jobs, time.process_time() - cpu0
 
 

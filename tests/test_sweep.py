@@ -117,7 +117,7 @@ checkpoint_s = [0, 20]
     spec = load_spec(_spec(tmp_path, text))
     assert len(spec.cells) == 2 * 2 + 1 * 2
     assert spec.axes == ("param.promote_knob", "config.checkpoint_s")
-    knobs = [(c.keys["policy"], c.run.policy, c.run.params["promote_knob"], c.run.config.checkpoint_s) for c in spec.cells]
+    knobs = [(c.keys["policy"], c.run.policy, c.run.params.promote_knob, c.run.config.checkpoint_s) for c in spec.cells]
     assert knobs == [("tiresias", "tiresias", 2, 0.0), ("tiresias", "tiresias", 2, 20.0), ("tiresias", "tiresias", 8, 0.0),
                      ("tiresias", "tiresias", 8, 20.0), ("tiresias-big", "tiresias", 4, 0.0), ("tiresias-big", "tiresias", 4, 20.0)]  # fmt: skip
 
@@ -241,6 +241,7 @@ def test_the_gfs_specs_run_exactly_the_runs_of_the_gfs_benchmark() -> None:
     import importlib.util
 
     from schedlab.experiments.run import RunSpec, WorkloadSpec
+    from schedlab.policies.registry import POLICIES
 
     loader = importlib.util.spec_from_file_location("gfs_paper", REPO / "benchmarks" / "gfs_paper.py")
     bench = importlib.util.module_from_spec(loader)
@@ -254,7 +255,7 @@ def test_the_gfs_specs_run_exactly_the_runs_of_the_gfs_benchmark() -> None:
         scale = cell.arrival_scale or 1.0
         w = WorkloadSpec(synthetic="gfs-a100", jobs=jobs, seed=seed, options={"spot_scale": float(cell.spot_scale)},
                          arrival_scale=None if scale == 1 else scale)  # fmt: skip
-        return RunSpec(w, "gfs-a100", cell.policy, seed=seed, params=cell.params)
+        return RunSpec(w, "gfs-a100", cell.policy, seed=seed, params=POLICIES[cell.policy].parse(cell.params))
 
     for name, table, jobs, seeds in (("gfs-table5", "table5", 165038, (0,)), ("gfs-table6", "table6", 165038, (0,)),
                                      ("gfs-ablation", "ablation", 165038, (0,)),

@@ -8,24 +8,28 @@ import os
 import subprocess
 import sys
 import tempfile
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Optional
+from typing import TYPE_CHECKING, Annotated, Any, Optional
 
 import typer
 from rich.columns import Columns
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
+from typer.core import TyperOption
 
 from schedlab.cli_slurm import serve_app, slurm_app
 from schedlab.errors import ConfigError, did_you_mean
 from schedlab.terminal import EXIT_INTERRUPTED, EXIT_TERMINATED, BoundaryGroup, HelpGroup, RunBars, Terminated, error_line
 
 if TYPE_CHECKING:
+    from typer._click import Context as ClickContext
+
     from schedlab.experiments.run import RunSpec, WorkloadSpec
-    from schedlab.sim.engine import SimConfig
+    from schedlab.sim.config import SimConfig
 
 app = typer.Typer(
     help=(
@@ -82,28 +86,22 @@ CrossNodeOpt = Annotated[float, typer.Option("--cross-node-factor", min=0.001, m
 ColocationOpt = Annotated[float, typer.Option("--colocation-factor", min=0.001, max=1.0, help="Speed of each of two jobs sharing GPUs, relative to running alone.")]
 ForceOpt = Annotated[bool, typer.Option("--force", help="Replace the run already in --out (its old files are removed).")]
 ProgressOpt = Annotated[bool, typer.Option(help="Show progress bars (only when stderr is a terminal).")]
-
-
-def _seed_opt(what: str):
-    return Annotated[int, typer.Option("--seed", min=0, max=2**32 - 1, help=f"Seed for {what}.")]
-
-
-SimSeedOpt = _seed_opt("the synthetic trace, sampling and random placement")
-TraceSeedOpt = _seed_opt("the synthetic trace and sampling")
-CesSeedOpt = _seed_opt("the forecaster's training")
-ForecastSeedOpt = _seed_opt("the synthetic trace and the forecasters' training")
+SimSeedOpt = Annotated[int, typer.Option("--seed", min=0, max=2**32 - 1, help="Seed for the synthetic trace, sampling and random placement.")]
+TraceSeedOpt = Annotated[int, typer.Option("--seed", min=0, max=2**32 - 1, help="Seed for the synthetic trace and sampling.")]
+CesSeedOpt = Annotated[int, typer.Option("--seed", min=0, max=2**32 - 1, help="Seed for the forecaster's training.")]
+ForecastSeedOpt = Annotated[int, typer.Option("--seed", min=0, max=2**32 - 1, help="Seed for the synthetic trace and the forecasters' training.")]
 
 
 def _workload_spec(
     trace: Path | None = None, *, window: str | None = None, mapping: list[str] | None = None,
     time_unit: str | None = None, skip_cpu_jobs: bool = False, skip: list[str] | None = None,
-    tenant_map: Path | None = None, **fields,
+    tenant_map: Path | None = None, **fields: Any,
 ) -> WorkloadSpec:
     """A :class:`WorkloadSpec` from the command line's workload options; ``fields`` are its own
     fields as given (fmt, synthetic, jobs, seed, load, sample, arrival_scale, tenant_prefix)."""
     from schedlab.experiments.run import WorkloadSpec, parse_window
 
-    options: dict = {}
+    options: dict[str, Any] = {}
     if mapping:
         options["columns"] = _pairs(mapping, "--map", "CANONICAL=SOURCE, e.g. --map duration_s=runtime")
     if time_unit:
@@ -155,7 +153,7 @@ def _run_options(
     the policy parameters and the engine settings."""
     from dataclasses import replace
 
-    from schedlab.sim.engine import SimConfig
+    from schedlab.sim.config import SimConfig
 
     wspec = _workload_spec(trace, fmt=fmt, synthetic=synthetic, jobs=jobs, seed=seed, load=load, window=window,
                            sample=sample, arrival_scale=arrival_scale, mapping=mapping, time_unit=time_unit,
@@ -197,33 +195,37 @@ class _RunOptions:
     def spec(self, policy: str) -> RunSpec:
         from schedlab.experiments.run import RunSpec
 
-        return RunSpec(self.workload, self.cluster, policy, self.placer, self.seed, self.config, params=self.params,
+        from schedlab.policies.registry import POLICIES
+
+        params = POLICIES[policy].parse(self.params)  # the one conversion of --param KEY=VALUE
+        return RunSpec(self.workload, self.cluster, policy, self.placer, self.seed, self.config, params=params,
                        shares=self.shares)  # fmt: skip
 
 
-def _with_run_options(command):
+def _with_run_options(command: Callable[..., None]) -> Callable[..., None]:
     """Give ``command`` the options of :func:`_run_options` too, passed to it built, as ``run``."""
     shared = list(inspect.signature(_run_options, eval_str=True).parameters.values())
     own = [p for p in inspect.signature(command, eval_str=True).parameters.values() if p.name != "run"]
 
     @functools.wraps(command)
-    def wrapper(**kwargs):
+    def wrapper(**kwargs: Any) -> None:
         options = _run_options(**{p.name: kwargs.pop(p.name) for p in shared})
-        return command(**kwargs, run=options)
+        command(**kwargs, run=options)
 
     required = [p for p in own if p.default is p.empty]
-    wrapper.__signature__ = inspect.Signature(required + [p for p in own if p not in required] + shared)
-    wrapper.__annotations__ = {p.name: p.annotation for p in wrapper.__signature__.parameters.values()}
+    signature = inspect.Signature(required + [p for p in own if p not in required] + shared)
+    wrapper.__signature__ = signature  # type: ignore[attr-defined]  # read by inspect.signature; typeshed does not declare it
+    wrapper.__annotations__ = {p.name: p.annotation for p in signature.parameters.values()}
     return wrapper
 
 
-def _fairness_line(summary: dict) -> str:
+def _fairness_line(summary: dict[str, Any]) -> str:
     return (f"fairness: tenant LTGF {summary['ltgf_tenant_min']:.3g}-{summary['ltgf_tenant_max']:.3g}, "
             f"Jain {summary['jain_tenants']:.3g}, finish-time rho mean {summary['ftf_rho_mean']:.3g} "
             f"(p95 {summary['ftf_rho_p95']:.3g})")  # fmt: skip
 
 
-def _param_text(value) -> str:
+def _param_text(value: object) -> str:
     return ",".join(f"{v:g}" for v in value) if isinstance(value, list) else f"{value}"
 
 
@@ -239,8 +241,10 @@ def _invocation(ctx: typer.Context) -> list[str]:
 
     The subcommand names come from the context chain, not the program name, which is several
     words when run as ``python -m schedlab.cli`` (as ``rerun`` does)."""
-    args, outer = [], ctx
+    args: list[str] = []
+    outer: ClickContext = ctx
     while outer.parent is not None:
+        assert outer.info_name is not None
         args.insert(0, outer.info_name)
         outer = outer.parent
     for param in ctx.command.params:
@@ -251,7 +255,7 @@ def _invocation(ctx: typer.Context) -> list[str]:
             args.append(str(value))
             continue
         flag = next(o for o in param.opts if o.startswith("--"))
-        if param.is_flag:
+        if isinstance(param, TyperOption) and param.is_flag:
             if value or param.secondary_opts:
                 args.append(flag if value else param.secondary_opts[0])
             continue
@@ -261,7 +265,7 @@ def _invocation(ctx: typer.Context) -> list[str]:
 
 
 @contextmanager
-def _run_dir(ctx: typer.Context, out: Path, force: bool, settings=None):
+def _run_dir(ctx: typer.Context, out: Path, force: bool, settings: object = None) -> Iterator[Path]:
     """Stage a run directory beside ``out``; on success write its ``run.json`` and move it into place."""
     from schedlab.experiments.manifest import write_manifest
     from schedlab.experiments.outdir import staged
@@ -271,7 +275,7 @@ def _run_dir(ctx: typer.Context, out: Path, force: bool, settings=None):
         write_manifest(stage, argv=_invocation(ctx), cwd=Path.cwd(), out=out.absolute(), settings=settings)
 
 
-def _run_line(summary: dict) -> str:
+def _run_line(summary: dict[str, Any]) -> str:
     from schedlab.metrics.tables import format_value
 
     keys = ("jct_mean_s", "queue_mean_s", "gpu_alloc_rate", "preemptions", "sim_wall_s")
@@ -289,7 +293,8 @@ def simulate(
     progress: ProgressOpt = True,
     ces: Annotated[bool, typer.Option("--ces", help="Wrap the policy in the Helios CES energy service; also run vanilla DRS (summary blocks ces, vanilla_drs; ces_nodes.png).")] = False,
     ces_buffer: Annotated[int, typer.Option("--ces-buffer", min=0, help="CES buffer nodes kept on beyond demand.")] = 5,
-    run: _RunOptions = None,
+    *,
+    run: _RunOptions,
 ) -> None:
     """Run one policy over one workload and write jobs.parquet, timeseries.parquet, summary.json, run.json.
 
@@ -306,13 +311,11 @@ def simulate(
     from schedlab.experiments.outdir import check_out
     from schedlab.experiments.run import check_names, simulate_run
     from schedlab.metrics.tables import breakdown_table, summary_table
-    from schedlab.policies.registry import POLICIES
 
     check_out(out, force=force)
     check_names([policy], run.workload.synthetic)
     spec = run.spec(policy)
     spec.cluster_name()
-    POLICIES[policy].parse(spec.params)
     with _run_dir(ctx, out, force, settings=spec) as stage, RunBars([policy], enabled=progress) as bars:
         if ces:
             from dataclasses import replace
@@ -347,7 +350,8 @@ def compare(
     processes: Annotated[int, typer.Option("--workers", "--processes", "-j", min=0, help="Policies run at once, one process each (default: cores); as sweep's --workers.")] = 0,
     force: ForceOpt = False,
     progress: ProgressOpt = True,
-    run: _RunOptions = None,
+    *,
+    run: _RunOptions,
 ) -> None:
     """Run several policies on the same workload and cluster, in parallel processes.
 
@@ -363,7 +367,6 @@ def compare(
     from schedlab.experiments.outdir import check_out
     from schedlab.experiments.run import check_names, compare_runs
     from schedlab.metrics import comparison_frame, comparison_table
-    from schedlab.policies.registry import POLICIES
 
     with tempfile.TemporaryDirectory(prefix="schedlab-compare-") as scratch:
         target = out if out is not None else Path(scratch) / "compare"
@@ -371,8 +374,6 @@ def compare(
         check_names(policy, run.workload.synthetic)
         specs = [run.spec(p) for p in policy]
         specs[0].cluster_name()
-        for spec in specs:
-            POLICIES[spec.policy].parse(spec.params)
         with _run_dir(ctx, target, force, settings=specs) as stage, RunBars(policy, enabled=progress) as bars:
             summaries = compare_runs(specs, stage, processes=processes or os.cpu_count() or 1,
                                      on_progress=bars.update, on_done=lambda i, s: bars.done(i, _run_line(s)))  # fmt: skip
@@ -653,7 +654,7 @@ _CES_METRICS = (
 )
 
 
-def _scaled(value, scale: float):
+def _scaled(value: float | None, scale: float) -> float | None:
     return None if value is None else value * scale
 
 
@@ -694,21 +695,21 @@ def forecast(
     from schedlab.experiments.forecast_report import run_report
     from schedlab.experiments.outdir import check_out
     from schedlab.metrics.tables import metrics_table
-    from schedlab.predict.demand_series import from_csv, from_vc_sequences, from_workload
+    from schedlab.predict.demand_series import DemandSeries, from_csv, from_vc_sequences, from_workload
 
     if sum(x is not None for x in (trace, synthetic, series, vc_sequences)) != 1:
         raise ConfigError("give exactly one of --synthetic PROFILE, --trace PATH --format F, --series CSV or --vc-sequences DIR")
     check_out(out, force=force)
     if country is None:
         country = "CN" if synthetic in SPOT_PROFILES or vc_sequences is not None else "none"
-    if series is not None or vc_sequences is not None:
-        fixed = from_csv(series, country=country) if series is not None else from_vc_sequences(vc_sequences, country=country)
-
-        def series_for(_seed: int):
+    fixed = (from_csv(series, country=country) if series is not None
+             else from_vc_sequences(vc_sequences, country=country) if vc_sequences is not None else None)  # fmt: skip
+    if fixed is not None:
+        def series_for(_seed: int) -> DemandSeries:
             return fixed
     else:
         @functools.cache
-        def series_for(s: int):
+        def series_for(s: int) -> DemandSeries:
             spec = _workload_spec(trace, fmt=fmt, synthetic=synthetic, jobs=jobs, seed=s)
             return from_workload(spec.build(), classes=None if all_classes else ("hp",), country=country)
 
@@ -812,7 +813,7 @@ def sweep(
       schedlab sweep my-spec.toml --out runs/mine --ray local
     """
     from schedlab.experiments.spec import load_spec, resolve_dates
-    from schedlab.experiments.sweep import cell_dir, prepare_out, run_sweep, write_results, write_sweep_manifest
+    from schedlab.experiments.sweep import Outcome, cell_dir, prepare_out, run_sweep, write_results, write_sweep_manifest
     from schedlab.metrics.summary import read_summary
 
     parsed = resolve_dates(load_spec(spec))
@@ -822,7 +823,7 @@ def sweep(
     failures = []
     with _CellBar(len(cells), enabled=progress) as bar:
 
-        def show(outcome) -> None:
+        def show(outcome: Outcome) -> None:
             counts[outcome.status] += 1
             bar.advance(counts)
             cell = cells[outcome.index]
@@ -870,7 +871,7 @@ class _CellBar:
         self.bar.__enter__()
         return self
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: Any) -> None:
         self.bar.__exit__(*exc)
 
     def advance(self, counts: dict[str, int]) -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import time
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import Annotated, Any, Optional
 
 import typer
 from rich.console import Console
@@ -138,8 +138,8 @@ def status(sandbox_dir: DirOpt = DEFAULT_DIR) -> None:
             return
         states: dict[str, int] = {}
         for n in nodes:
-            state = "powered down" if "POWERED_DOWN" in n.flags else n.state
-            states[state] = states.get(state, 0) + 1
+            node_state = "powered down" if "POWERED_DOWN" in n.flags else n.state
+            states[node_state] = states.get(node_state, 0) + 1
         used = sum(n.gpus_used for n in nodes)
         total = sum(n.gpus for n in nodes)
         console.print(f"nodes: {', '.join(f'{v} {k}' for k, v in sorted(states.items()))}; GPUs in use {used}/{total}")
@@ -212,7 +212,7 @@ def replay(
     _print_replay(result, out)
 
 
-def _print_replay(result: dict, out: Path) -> None:
+def _print_replay(result: dict[str, Any], out: Path) -> None:
     real = result["summary"]
     console.print(f"replayed {real['jobs']} jobs in {result['wall_s']:.0f} s on the sandbox "
                   f"(speedup {result['speedup']:g}); wrote {escape(str(out))}")  # fmt: skip
@@ -290,7 +290,8 @@ def serve_slurm(
 
     from schedlab.slurm.client import SlurmClient
     from schedlab.slurm.conf import Layout
-    from schedlab.slurm.service import RANKING_POLICIES, Service, ServeSettings, check_controller
+    from schedlab.policies.registry import POLICIES
+    from schedlab.slurm.service import RANKING_POLICIES, CycleResult, Service, ServeSettings, check_controller
 
     if policy not in RANKING_POLICIES:
         raise ConfigError(f"--policy {policy!r} cannot rank a live queue; choose one of {', '.join(RANKING_POLICIES)}")
@@ -300,6 +301,7 @@ def serve_slurm(
         if not sep:
             raise ConfigError(f"--param {item!r} is not KEY=VALUE")
         params[key.strip()] = value.strip()
+    parsed = POLICIES[policy].parse(params)  # a bad key or value stops here, before Slurm is asked
     conf = Layout(sandbox_dir.resolve()).slurm_conf if sandbox_dir is not None else None
     client = SlurmClient(conf)
     config = check_controller(client, apply=apply, ces=ces)
@@ -315,7 +317,7 @@ def serve_slurm(
         from schedlab.workload.loaders import load_trace
 
         load_trace(str(history), "sacct")  # a bad file stops here, with its row and field
-    settings = ServeSettings(policy=policy, params=params, interval_s=interval, apply=apply, history_days=history_days,
+    settings = ServeSettings(policy=policy, params=parsed, interval_s=interval, apply=apply, history_days=history_days,
                              ces=ces_config, history_file=history.resolve() if history is not None else None)  # fmt: skip
     state = state.resolve()
     mode = "applying" if apply else "dry run (add --apply to write)"
@@ -324,7 +326,7 @@ def serve_slurm(
     try:
         with Status("waiting for the first cycle", console=err_console) as status:
 
-            def show(r) -> None:
+            def show(r: CycleResult) -> None:
                 status.update(f"cycle {r.cycle}: {r.pending} pending, {r.changed} SiteFactors "
                               f"{'written' if r.applied else 'proposed'} in {r.seconds:.1f} s"
                               + (f", {len(r.errors)} errors" if r.errors else ""))  # fmt: skip

@@ -7,7 +7,7 @@ select, no display and no global figure list to close them from; ``savefig`` ren
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
@@ -16,7 +16,8 @@ FIGSIZE = (8.0, 4.5)
 DPI = 110
 
 
-def new_figure(figsize: tuple[float, float] = FIGSIZE, *, layout: str | None = "constrained") -> Figure:
+def new_figure(figsize: tuple[float, float] = FIGSIZE, *,
+               layout: Literal["constrained", "compressed", "tight"] | None = "constrained") -> Figure:
     """An empty off-screen figure."""
     return Figure(figsize=figsize, layout=layout)
 

@@ -11,18 +11,21 @@ import inspect
 import signal
 import threading
 import traceback
-from typing import TYPE_CHECKING
+from collections.abc import Callable
+from types import FrameType
+from typing import TYPE_CHECKING, Any
 
-import click
 import typer
 from rich.console import Console
 from rich.markup import escape
-from rich.progress import BarColumn, Progress, TaskProgressColumn, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+from rich.progress import BarColumn, Progress, TaskID, TaskProgressColumn, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 from typer.core import TyperGroup
 
 from schedlab.errors import SchedlabError
 
 if TYPE_CHECKING:
+    from typer._click import Context, HelpFormatter
+
     from schedlab.sim.engine import RunProgress
 
 EXIT_USAGE, EXIT_BUG, EXIT_INTERRUPTED, EXIT_TERMINATED = 2, 1, 130, 143
@@ -49,7 +52,7 @@ class HelpGroup(TyperGroup):
     """A command group whose help reads well in 80 columns: click's plain layout, examples kept
     line by line, and each command listed with its whole first paragraph (not cut at 45 characters)."""
 
-    def __init__(self, *args, **kwargs) -> None:
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         if self.help:
             self.help = keep_indented(self.help)
@@ -57,7 +60,7 @@ class HelpGroup(TyperGroup):
             if command.help and not isinstance(command, HelpGroup):
                 command.help = keep_indented(command.help)
 
-    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+    def format_commands(self, ctx: Context, formatter: HelpFormatter) -> None:
         rows = []
         for name in self.list_commands(ctx):
             command = self.get_command(ctx, name)
@@ -72,7 +75,7 @@ class HelpGroup(TyperGroup):
 class BoundaryGroup(HelpGroup):
     """The command group with the error boundary around every subcommand."""
 
-    def invoke(self, ctx: typer.Context):
+    def invoke(self, ctx: Context) -> Any:
         err = Console(stderr=True)
         in_main = threading.current_thread() is threading.main_thread()
         previous = signal.signal(signal.SIGTERM, _raise_terminated) if in_main else None
@@ -81,7 +84,8 @@ class BoundaryGroup(HelpGroup):
         except (typer.Exit, typer.Abort):
             raise
         except typer.TyperException as exc:
-            where = exc.ctx.command_path.split()[1:] if getattr(exc, "ctx", None) else []
+            usage_ctx = getattr(exc, "ctx", None)
+            where = usage_ctx.command_path.split()[1:] if usage_ctx else []
             hint = f" (see 'schedlab {' '.join(where)} --help')" if where else ""
             error_line(err, exc.format_message().replace("\n", " ") + hint)
             raise typer.Exit(EXIT_USAGE) from None
@@ -109,7 +113,7 @@ class BoundaryGroup(HelpGroup):
                 signal.signal(signal.SIGTERM, previous)
 
 
-def _raise_terminated(signum, frame) -> None:
+def _raise_terminated(signum: int, frame: FrameType | None) -> None:
     raise Terminated
 
 
@@ -133,14 +137,14 @@ class RunBars:
             TextColumn("{task.fields[status]}"), TimeElapsedColumn(), TimeRemainingColumn(),
             console=self.console, transient=True, disable=not self.enabled,
         )  # fmt: skip
-        self.tasks: list = []
+        self.tasks: list[TaskID] = []
 
     def __enter__(self) -> RunBars:
         self.bar.__enter__()
         self.tasks = [self.bar.add_task(label, total=1.0, status="starting") for label in self.labels]
         return self
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: Any) -> None:
         self.bar.__exit__(*exc)
 
     def update(self, i: int, progress: RunProgress) -> None:
@@ -148,7 +152,7 @@ class RunBars:
                   if progress.total else "")  # fmt: skip
         self.bar.update(self.tasks[i], completed=progress.fraction, status=status)
 
-    def tick(self, i: int = 0):
+    def tick(self, i: int = 0) -> Callable[[RunProgress], None]:
         """The engine's progress callback for run ``i``."""
         return lambda progress: self.update(i, progress)
 

@@ -16,7 +16,7 @@ from schedlab.metrics.summary import summarize
 from schedlab.metrics.tables import summary_table
 from schedlab.policies.common.placers import Consolidate
 from schedlab.policies.migration.defrag import Defrag, expected_wait, node_slots
-from schedlab.policies.registry import PolicyOptions, make_policy
+from schedlab.policies.registry import POLICIES, make_policy
 from schedlab.sim.config import SimConfig
 from schedlab.sim.job import PENDING, RUNNING
 
@@ -33,7 +33,7 @@ def fragmented(small_s: float) -> list[dict]:
 
 
 def run(policy: str, small_s: float, model: str = "fixed", **params: object):
-    built = make_policy(policy, rng=np.random.default_rng(0), options=PolicyOptions(params=params))
+    built = make_policy(policy, rng=np.random.default_rng(0), params=POLICIES[policy].parse(params))
     config = SimConfig(checkpoint_model=model, **COSTS)
     checked = Checked(built)
     result = simulate(fragmented(small_s), cluster([4, 4]), checked, config)
@@ -91,7 +91,7 @@ def test_wrapper_is_registered_and_named() -> None:
     policy = make_policy("sjf-backfill+defrag", rng=np.random.default_rng(0))
     assert isinstance(policy, Defrag) and policy.name == "sjf-backfill+defrag"
     with pytest.raises(Exception, match="gain_ratio|no parameter"):
-        make_policy("fifo+defrag", rng=np.random.default_rng(0), options=PolicyOptions(params={"bogus": 1}))
+        POLICIES["fifo+defrag"].parse({"bogus": 1})
 
 
 def test_expected_wait_is_the_time_the_readiest_nodes_free() -> None:

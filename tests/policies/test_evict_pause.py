@@ -10,7 +10,7 @@ from simkit import cluster, job, workload
 
 from schedlab.errors import ConfigError
 from schedlab.policies.gfs import build_gfs
-from schedlab.policies.registry import PolicyOptions, make_policy
+from schedlab.policies.registry import POLICIES, make_policy
 from schedlab.sim.checkpoint import REFERENCE_MEM_GIB
 from schedlab.sim.config import SimConfig
 from schedlab.sim.engine import Simulation
@@ -39,7 +39,7 @@ def run(policy: str, evict: str, model: str) -> pd.Series:
     if policy == "gfs":  # quota = idle + all spot GPUs, so that the case exercises PTS, not SQA
         chosen = build_gfs("gfs", {"forecaster": "weekly-peak", "sa_rule": "all", "evict": evict})
     else:
-        chosen = make_policy(policy, rng=np.random.default_rng(0), options=PolicyOptions(params={"evict": evict}))
+        chosen = make_policy(policy, rng=np.random.default_rng(0), params=POLICIES[policy].parse({"evict": evict}))
     jobs = Simulation(workload(ROWS), cluster([4]), chosen, config=config).run().jobs.set_index("job_id")
     assert jobs["finished"].all() and jobs.loc["h", "first_start_s"] == 250.0
     return jobs.loc["s"]
@@ -84,4 +84,4 @@ def test_an_unknown_evict_mode_is_refused(policy: str) -> None:
         if policy == "gfs":
             build_gfs("gfs", {"forecaster": "weekly-peak", "evict": "nap"})
         else:
-            make_policy(policy, rng=np.random.default_rng(0), options=PolicyOptions(params={"evict": "nap"}))
+            POLICIES[policy].parse({"evict": "nap"})

@@ -15,7 +15,7 @@ from schedlab.policies.fairness.astraea import Astraea
 from schedlab.policies.fairness.fair_share import FairShare, GandivaFair
 from schedlab.policies.fairness.ledger import Ledger, water_fill
 from schedlab.policies.fairness.themis import Themis
-from schedlab.policies.registry import PolicyOptions, make_policy
+from schedlab.policies.registry import POLICIES, PolicyOptions, make_policy
 from schedlab.sim.config import SimConfig
 from simkit import ZERO_COST, Checked, by_id, cluster, job, simulate
 
@@ -197,7 +197,8 @@ def test_a_lease_shorter_than_the_restart_stall_still_progresses(make) -> None:
 
 def test_registry_passes_the_shares() -> None:
     rng = np.random.default_rng(0)
-    policy = make_policy("astraea", rng=rng, options=PolicyOptions(params={"lease_s": "60"}, shares={"x": 3.0}))
+    policy = make_policy("astraea", rng=rng, params=POLICIES["astraea"].parse({"lease_s": "60"}),
+                         options=PolicyOptions(shares={"x": 3.0}))
     assert policy.lease_s == 60.0 and policy.weight("x") == 3.0 and policy.weight("y") == 1.0
     assert make_policy("themis", rng=rng).lease_s == 900.0
 

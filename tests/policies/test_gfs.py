@@ -16,6 +16,7 @@ from schedlab.policies.gfs.nodes import NodeBook
 from schedlab.policies.gfs.pts import best_node, node_cost, place_pods, spared
 from schedlab.policies.gfs.sqa import SpotQuota, SpotRuns, SqaConfig, WeeklyPeak, inventory, next_eta, sum_by_model
 from schedlab.policies.gfs.forecast import OrgLinearForecaster
+from schedlab.policies.registry import POLICIES
 from schedlab.sim.config import SimConfig
 from schedlab.sim.engine import Simulation
 from simkit import cluster, job, make_job, workload
@@ -269,7 +270,7 @@ def test_gfs_end_to_end_on_a_small_gfs_cluster() -> None:
     nodes = tuple(NodeSpec(f"{m}-{i}", m, g) for m, g in sizes.items() for i in range(32))
     spec = ClusterSpec("small-gfs", {m: gpu_type(m) for m in sizes}, nodes)
     wspec = WorkloadSpec(synthetic="gfs", jobs=600, seed=1, options={"spot_scale": 4})
-    run = RunSpec(wspec, None, "gfs", params={"forecaster": "weekly-peak"})  # OrgLinear: test_gfs_orglinear.py
+    run = RunSpec(wspec, None, "gfs", params=POLICIES["gfs"].parse({"forecaster": "weekly-peak"}))  # OrgLinear: test_gfs_orglinear.py
     summary = simulate_run(run, None, cluster=spec)
     assert summary["unfinished"] == 0
     assert {"hp", "spot"} <= set(summary["classes"])

@@ -14,7 +14,7 @@ from schedlab.cluster.state import ClusterState
 from schedlab.policies.spot.chronus import Candidate, select
 from schedlab.policies.spot.lyra import NodeSet
 from schedlab.errors import ConfigError
-from schedlab.policies.registry import POLICIES, PolicyOptions, make_policy
+from schedlab.policies.registry import POLICIES, make_policy
 from schedlab.sim.config import SimConfig
 from schedlab.sim.engine import Simulation
 from simkit import Checked, cluster, job, workload
@@ -217,7 +217,7 @@ def test_no_placement_is_tried_where_too_few_gpus_are_free_and_nothing_can_be_ev
 # ----- spot quota: the authors' simulator setting (issue 27) -------------------------------------
 def quota_run(name: str, rows: list[dict], spot_quota: str) -> tuple[dict, Policy]:
     params = {"spot_quota": spot_quota, "quota_forecaster": "weekly-peak"}
-    policy = make_policy(name, rng=np.random.default_rng(0), options=PolicyOptions(params=params))
+    policy = make_policy(name, rng=np.random.default_rng(0), params=POLICIES[name].parse(params))
     result = Simulation(workload(rows), cluster([4]), Checked(policy), config=NO_CKPT).run()
     assert result.jobs["finished"].all()
     return result.jobs.set_index("job_id").to_dict("index"), policy
@@ -256,6 +256,6 @@ def test_spot_quota_parameter_rejects_unknown_values(name: str) -> None:
     with pytest.raises(ConfigError, match="spot_quota must be one of none, forecast"):
         POLICIES[name].parse({"spot_quota": "bogus"})
     with pytest.raises(ConfigError, match="quota_forecaster"):
-        make_policy(name, rng=np.random.default_rng(0), options=PolicyOptions(params={"quota_forecaster": "x"}))
+        POLICIES[name].parse({"quota_forecaster": "x"})
     assert POLICIES[name].parse({"spot_quota": "forecast"}).spot_quota == "forecast"
     assert POLICIES[name].parse({}).spot_quota == "none"

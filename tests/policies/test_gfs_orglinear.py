@@ -75,8 +75,7 @@ def test_model_bounds_pool_the_organisations_or_sum_their_quantiles() -> None:
         _drive(fc, 0, 12)
     per_key = summed.upper_bound(0.9, 1.0)
     assert summed.model_bounds(0.9, 1.0) == pytest.approx({"A": per_key[KEYS[0]] + per_key[KEYS[1]], "B": per_key[KEYS[2]]})
-    f = pooled._forecast
-    first, last = pooled._window(1.0)
+    f, first, last = pooled._window(1.0)
     rows = [i for i, col in enumerate(f.orgs) if KEYS[int(col)][0] == "A"]
     z = NormalDist().inv_cdf(0.9)
     expect = (f.mean[rows].sum(axis=0) + z * np.sqrt(f.var[rows].sum(axis=0)))[first : last + 1].max()

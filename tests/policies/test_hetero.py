@@ -327,3 +327,32 @@ def test_gavel_fifo_takes_the_fastest_type_in_arrival_order_and_blocks():
     assert x.tolist() == [[1.0, 0.0], [0.0, 1.0]]  # job 0 first takes the V100 although job 1 gains more
     blocked = fifo_allocation(speed, np.array([2.0, 1.0]), np.array([1.0, 1.0]))
     assert not blocked.any()  # the head fits no type: nobody passes it
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_find_alloc_outside_barred_servers_and_derived_kinds(seed):
+    """FIND_ALLOC outside barred servers is FIND_ALLOC on the state with them full; the kinds
+    derived by ``take`` are those of the new state; a lower-bound refusal holds on a fuller state."""
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(3, 7))
+    sizes = rng.choice([2, 4, 8], n).tolist()
+    types = rng.choice(["V100", "P100", "K80"], n).tolist()
+    spec = cluster(sizes, types=types)
+    rate = {"V100": 8.0, "P100": 4.0, "K80": 1.5}
+    views = [JobView(i, int(rng.choice([1, 2, 4, 8])), 1000.0, float(rng.uniform(100, 1000)), float(rng.uniform(0, 500)),
+                     rate) for i in range(4)]  # fmt: skip
+    a = Allocator(spec, views, eta=1.0, comm_fraction=float(rng.choice([0.0, 0.05, 0.3])),
+                  horizon=float(rng.uniform(500, 5000)))  # fmt: skip
+    state = tuple(int(rng.integers(0, c + 1)) for c in sizes)
+    barred = {h for h in range(n) if rng.random() < 0.3}
+    masked = tuple(0 if h in barred else f for h, f in enumerate(state))
+    for v in views:
+        assert a.find_alloc(v, state, barred) == a.find_alloc(v, masked)
+        found = a.find_alloc(v, state)
+        if found is not None:
+            after = a.take(state, found[1])
+            derived = a.kinds(after)
+            assert derived == Allocator(spec, views, eta=1.0, comm_fraction=a.comm_fraction, horizon=1.0).kinds(after)
+        elif a.rising and a.refuses(v, a.usable(v, state)):
+            fuller = tuple(int(rng.integers(0, f + 1)) for f in state)
+            assert a.find_alloc(v, fuller) is None

@@ -14,7 +14,7 @@ from schedlab.policies.classic import orders
 from schedlab.policies.classic.tiresias import Tiresias
 from schedlab.policies.common.placers import BestFit, Consolidate, FirstFit
 from schedlab.policies.common.preemptive import PreemptiveScheduler
-from schedlab.policies.registry import PolicyOptions, make_policy
+from schedlab.policies.registry import POLICIES, make_policy
 from schedlab.sim.config import SimConfig
 from schedlab.sim.engine import Simulation
 from schedlab.workload.synthetic import generate
@@ -84,9 +84,9 @@ def test_a_job_moved_under_kill_is_rekeyed() -> None:
     cluster = load_cluster("uniform:32x8")
     workload = generate("venus", 800, seed=5, cluster_gpus=cluster.total_gpus, load=1.3)
     config = SimConfig(checkpoint_model="kill", checkpoint_interval_s=1800.0)
-    options = PolicyOptions(params={"gain_ratio": 0.2})
-    fast = make_policy("srtf+defrag", rng=np.random.default_rng(0), options=options)
-    full = make_policy("srtf+defrag", rng=np.random.default_rng(0), options=options)
+    params = POLICIES["srtf+defrag"].parse({"gain_ratio": 0.2})
+    fast = make_policy("srtf+defrag", rng=np.random.default_rng(0), params=params)
+    full = make_policy("srtf+defrag", rng=np.random.default_rng(0), params=params)
     _always_full(full.inner)
     moved = Simulation(workload, cluster, fast, config=config, seed=0).run().jobs
     assert moved["migrations"].sum() > 0 and moved["lost_work_s"].sum() > 0

@@ -14,7 +14,7 @@ from schedlab.errors import ConfigError
 from schedlab.experiments.run import RunSpec, WorkloadSpec, simulate_run
 from schedlab.policies.common.placers import Consolidate
 from schedlab.policies.helios.qssf import QSSF
-from schedlab.policies.registry import PolicyOptions, make_policy
+from schedlab.policies.registry import POLICIES, PolicyOptions, make_policy
 
 # Past jobs, all finished by t=1000: "slow" runs long 1-GPU jobs, "quick" short 2-GPU ones,
 # "wide" 2-GPU jobs of 300 s (600 GPU-s), "narrow" 1-GPU jobs of 500 s (500 GPU-s).
@@ -57,14 +57,14 @@ def test_qssf_blocks_at_the_head_of_its_queue() -> None:
 
 def test_registry_passes_options_and_refuses_bad_ones() -> None:
     submissions = HISTORY.jobs
-    policy = make_policy("qssf", rng=np.random.default_rng(0), options=PolicyOptions(
-        history=HISTORY, seed=3, submissions=submissions, params={"rolling_weight": "0.5", "refit_every_s": 3600}))  # fmt: skip
+    policy = make_policy("qssf", rng=np.random.default_rng(0),
+                         params=POLICIES["qssf"].parse({"rolling_weight": "0.5", "refit_every_s": 3600}),
+                         options=PolicyOptions(history=HISTORY, seed=3, submissions=submissions))  # fmt: skip
     assert isinstance(policy, QSSF) and policy.refit_every_s == 3600 and policy.settings.rolling_weight == 0.5
     with pytest.raises(ConfigError, match="rolling_weight"):
-        make_policy("qssf", rng=np.random.default_rng(0),
-                    options=PolicyOptions(params={"rolling_weight": 2}, submissions=submissions))  # fmt: skip
+        POLICIES["qssf"].parse({"rolling_weight": 2})
     with pytest.raises(ConfigError, match="has no parameters"):
-        make_policy("fifo", rng=np.random.default_rng(0), options=PolicyOptions(params={"x": 1}))
+        POLICIES["fifo"].parse({"x": 1})
 
 
 def test_simulate_run_with_a_split_reports_the_predictor() -> None:

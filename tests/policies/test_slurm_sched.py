@@ -14,7 +14,7 @@ from simkit import Checked, by_id, cluster, job, simulate
 
 from schedlab.errors import ConfigError
 from schedlab.policies.params import describe
-from schedlab.policies.registry import POLICIES, PolicyOptions, make_policy
+from schedlab.policies.registry import POLICIES, make_policy
 from schedlab.policies.slurm.backfill import SlurmBackfill
 from schedlab.policies.slurm.builtin import SlurmBuiltin
 from schedlab.policies.slurm.nodes import Request, request_of, select
@@ -119,7 +119,7 @@ def test_backfill_runs_only_at_bf_interval(interval: int) -> None:
     # backfill: it waits for the first cycle, bf_interval after the start.
     rows = [*HOLE, job("small", 2, 4, 100.0, time_limit_s=300)]
     policy = make_policy("slurm-backfill", rng=np.random.default_rng(0),
-                         options=PolicyOptions(params={"bf_interval": str(interval)}))  # fmt: skip
+                         params=POLICIES["slurm-backfill"].parse({"bf_interval": str(interval)}))  # fmt: skip
     assert starts(rows, cluster([8]), policy)["small"] == float(interval)
 
 
@@ -286,8 +286,8 @@ def test_registered_with_their_parameters() -> None:
     names = [row[0] for row in describe(POLICIES["slurm-backfill"].params)]
     assert {"bf_interval", "bf_window", "bf_max_job_test", "weight_age", "default_time_limit"} <= set(names)
     policy = make_policy("slurm-backfill", rng=np.random.default_rng(0),
-                         options=PolicyOptions(params={"bf_interval": "5"}))  # fmt: skip
+                         params=POLICIES["slurm-backfill"].parse({"bf_interval": "5"}))  # fmt: skip
     assert isinstance(policy, SlurmBackfill) and policy.params.bf_interval == 5
     assert isinstance(make_policy("slurm", rng=np.random.default_rng(0)), SlurmBuiltin)
     with pytest.raises(ConfigError, match="bf_interval"):
-        make_policy("slurm-backfill", rng=np.random.default_rng(0), options=PolicyOptions(params={"bf_interval": "0"}))
+        POLICIES["slurm-backfill"].parse({"bf_interval": "0"})

@@ -135,3 +135,11 @@ def test_actions_stay_checked_through_the_strict_context() -> None:
 
     with pytest.raises(ActionError, match="has 2 free GPUs, asked for 4"):
         Simulation(workload([job("a", 0.0, 4, 10.0)]), cluster([2, 2]), Greedy(), strict=True).run()
+
+
+def test_a_job_has_no_slot_for_a_policy_to_fill() -> None:
+    """Per-job state lives in the policy (a mapping keyed by ``job.idx``), not on the engine's job."""
+    from tests.simkit import make_job
+
+    with pytest.raises(AttributeError):
+        setattr(make_job(1), "data", {"level": 0})

@@ -62,7 +62,7 @@ def _summary(trace: Trace, sections: list[Section]) -> dict[str, Any]:
     w = trace.workload
     submit = w.jobs["submit_s"].to_numpy(dtype=np.float64)
     gpu_h = float((w.jobs["num_gpus"] * w.jobs["duration_s"]).sum() / HOUR_S)
-    return clean(
+    summary: dict[str, Any] = clean(
         {
             "source": w.source,
             "origin": None if w.origin is None else w.origin.isoformat(),
@@ -80,6 +80,7 @@ def _summary(trace: Trace, sections: list[Section]) -> dict[str, Any]:
             },
         }
     )
+    return summary
 
 
 def _key_figures(sections: list[Section]) -> list[str]:

@@ -254,12 +254,13 @@ NO_QUEUE_NOTE = (
 
 def _vc_queue_section(trace: Trace) -> Section:
     title = "Queueing delay by VC"
-    if not trace.queue_known:
+    recorded = recorded_queue(trace.jobs)
+    if recorded is None:
         return Section("vc_queueing", title, NO_QUEUE_NOTE)
     overall = queue_summary(trace.jobs)
     table = vc_queueing(trace.jobs)
-    known = np.isfinite(recorded_queue(trace.jobs))
-    delays = pd.Series(recorded_queue(trace.jobs)[known]).groupby(trace.jobs["tenant"].to_numpy(dtype=object)[known])
+    known = np.isfinite(recorded)
+    delays = pd.Series(recorded[known]).groupby(trace.jobs["tenant"].to_numpy(dtype=object)[known])
     spread = {str(vc): values.to_numpy() for vc, values in delays}
     corr = None
     if len(table) >= 3 and table["mean_queue_s"].std() > 0 and table["mean_duration_s"].std() > 0:

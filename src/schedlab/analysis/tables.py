@@ -86,6 +86,7 @@ def hourly_profile(jobs: pd.DataFrame, origin: pd.Timestamp, *, capacity_gpus: f
     submit = jobs["submit_s"].to_numpy(dtype=np.float64)
     start, end, _ = running_intervals(jobs)
     edges, first = clock_edges(origin, float(submit.min()), float(submit.max()), HOUR_S)
+    assert first is not None
     bins = edges.size - 1
     submitted = np.bincount(((submit - edges[0]) // HOUR_S).astype(np.int64), minlength=bins)
     running = gpu_seconds_per_bin(start, end, jobs["num_gpus"].to_numpy(dtype=np.float64), edges) / HOUR_S

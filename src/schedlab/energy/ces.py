@@ -132,7 +132,9 @@ def should_power_down(
         return False
     if not config.use_forecast:
         return True
-    return bool(forecast) and forecast_trend(running, forecast) >= config.forecast_threshold
+    if not forecast:
+        return False
+    return forecast_trend(running, forecast) >= config.forecast_threshold
 
 
 def periodic_check(

@@ -233,10 +233,13 @@ class CESPolicy(WrappedPolicy):
             self._model = NodeDemandForecaster(self.forecast_config, seed=self.seed).fit(steps)
             self._trained_at = now
         count = min(self.config.future_steps, self.forecast_config.lead_steps)
+        ahead: list[float]
         if self._model is not None:
-            return self._model.forecast(steps.iloc[-self._context_steps :], count).tolist()
-        day_steps = round(pd.Timedelta("1D") / pd.Timedelta(self.forecast_config.step))
-        return forecast_ahead(steps, self._choice.forecaster, count, day_steps).tolist()
+            ahead = self._model.forecast(steps.iloc[-self._context_steps :], count).tolist()
+        else:
+            day_steps = round(pd.Timedelta("1D") / pd.Timedelta(self.forecast_config.step))
+            ahead = forecast_ahead(steps, self._choice.forecaster, count, day_steps).tolist()
+        return ahead
 
     def _choose(self, steps: pd.DataFrame) -> None:
         """Choose the forecaster on the last ``val_days`` of the run by the rule ``schedlab ces``

@@ -74,13 +74,12 @@ def forecast_plan(
     series' chosen forecaster."""
     config = config or ForecastConfig()
     day_steps = round(pd.Timedelta("1D") / pd.Timedelta(config.step))
-    kw = dict(seed=seed, config=config, holidays=holidays)
     ahead_leads = list(range(1, future_steps + 1))
-    choices, validation = node_demand_eval.validate(series, val_start, test_start, ahead_leads,
-                                                    rule=rule or ChoiceRule(), **kw)  # fmt: skip
+    choices, validation = node_demand_eval.validate(series, val_start, test_start, ahead_leads, rule=rule or ChoiceRule(),
+                                                    seed=seed, config=config, holidays=holidays)  # fmt: skip
     chosen = {name: c.forecaster for name, c in choices.items()}
     test_leads = sorted(set(leads) | (set(ahead_leads) if "gbdt" in chosen.values() else set()))
-    test = rolling_gbdt(series, test_start, test_end, test_leads, **kw)
+    test = rolling_gbdt(series, test_start, test_end, test_leads, seed=seed, config=config, holidays=holidays)
     scores = score(series, {n: f[list(leads)] for n, f in test.items()}, test_start, test_end, leads, day_steps,
                    config.step)  # fmt: skip
     ahead: dict[str, pd.DataFrame] = {}

@@ -157,7 +157,7 @@ def replay(frame: pd.DataFrame, forecast: pd.DataFrame | None, config: CESConfig
         in_short = short
         if i % check_every == 0:
             fc = None
-            if fc_values is not None:
+            if fc_index is not None and fc_values is not None:
                 at = int(fc_index.searchsorted(times[i], side="right"))
                 fc = [fc_values[at + k, k] for k in range(horizon) if at + k < len(fc_values)] or None
             off = periodic_check(available + booting, max(0, available - a), a, past[-config.history_checks :], fc, config)

@@ -227,11 +227,10 @@ def plot_org(series: DemandSeries, comparison: Comparison, org: str, path: Path,
     peak = comparison.forecasts["GFS-e (prev-week peak)"]
     for k, o in enumerate(comparison.origins):
         index = series.hours_after(o, ours[k].mean.shape[1])
-        kw = {"label": None} if k else {}
         ax.fill_between(index, np.maximum(2 * ours[k].mean[i] - ours[k].quantiles[0.95][i], 0), ours[k].quantiles[0.95][i],
-                        color="tab:blue", alpha=0.2, **({"label": "OrgLinear 90 % band"} | kw))  # fmt: skip
-        ax.plot(index, ours[k].mean[i], color="tab:blue", lw=1.2, **({"label": "OrgLinear mean"} | kw))
-        ax.plot(index, peak[k].mean[i], color="tab:red", lw=0.8, **({"label": "GFS-e (prev-week peak)"} | kw))
+                        color="tab:blue", alpha=0.2, label=None if k else "OrgLinear 90 % band")  # fmt: skip
+        ax.plot(index, ours[k].mean[i], color="tab:blue", lw=1.2, label=None if k else "OrgLinear mean")
+        ax.plot(index, peak[k].mean[i], color="tab:red", lw=0.8, label=None if k else "GFS-e (prev-week peak)")
     ax.axvline(series.demand.index[first], color="grey", lw=0.8, ls=":")
     ax.set_ylabel("GPUs requested (hourly mean)")
     ax.set_title(f"GPU demand forecast of {org}")

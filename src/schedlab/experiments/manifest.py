@@ -83,7 +83,7 @@ def read_manifest(run_dir: Path) -> dict[str, Any]:
     if not path.is_file():
         raise InputError(f"no {MANIFEST} here: not a run directory, or written by an older schedlab", file=str(run_dir))
     try:
-        manifest = json.loads(path.read_text())
+        manifest: dict[str, Any] = json.loads(path.read_text())
     except (ValueError, UnicodeDecodeError) as err:
         raise InputError(f"not valid JSON: {err}", file=str(path)) from None
     for key in ("command", "cwd", "inputs", "outputs"):

@@ -14,7 +14,7 @@ import html
 import io
 import math
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
@@ -23,6 +23,10 @@ from schedlab.errors import InputError
 from schedlab.experiments.spec import TABLE_UNITS, SweepSpec, Table, load_spec
 from schedlab.experiments.sweep import CELLS, RESULTS, SPEC_COPY
 from schedlab.tables import read_parquet
+
+if TYPE_CHECKING:
+    from matplotlib.axes import Axes
+    from matplotlib.figure import Figure
 
 PAGE = "report.html"
 TABLES = "tables.md"
@@ -203,7 +207,7 @@ def spread_note() -> str:
 # --- the page ----------------------------------------------------------------------------------------
 
 
-def _page(run_dir: Path, spec: SweepSpec, results: pd.DataFrame, tables) -> str:
+def _page(run_dir: Path, spec: SweepSpec, results: pd.DataFrame, tables: list[tuple[Table, pd.DataFrame]]) -> str:
     axes = [a for a in spec.axes if a in results.columns]
     keys = ["workload", "policy", *axes]
     parts = [f"<h1>{_e(spec.name)}</h1>"]
@@ -297,7 +301,7 @@ def _cdf_figures(run_dir: Path, results: pd.DataFrame, keys: list[str]) -> list[
     return figures
 
 
-def _cdf(ax, values: np.ndarray, label: str) -> None:
+def _cdf(ax: Axes, values: np.ndarray, label: str) -> None:
     values = np.sort(values[~np.isnan(values)])
     if len(values):
         ax.step(values, np.arange(1, len(values) + 1) / len(values), where="post", label=label)
@@ -333,7 +337,7 @@ def _against_load(rows: pd.DataFrame, axis: str, others: list[str]) -> str:
     return f"<h3>against {_e(axis)}</h3><figure class='load'>{_svg(fig)}</figure>"
 
 
-def _svg(fig) -> str:
+def _svg(fig: Figure) -> str:
     """The figure as inline SVG markup (no date, so the page repeats)."""
     buffer = io.StringIO()
     fig.savefig(buffer, format="svg", bbox_inches="tight", metadata={"Date": None})

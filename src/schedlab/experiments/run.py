@@ -29,7 +29,8 @@ from schedlab.metrics import summarize, write_summary
 from schedlab.metrics.fairness import check_shares
 from schedlab.policies.params import as_dict
 from schedlab.policies.registry import POLICIES, PolicyOptions, make_policy
-from schedlab.sim.engine import RunProgress, SimConfig, SimResult, Simulation
+from schedlab.sim.config import SimConfig
+from schedlab.sim.engine import RunProgress, SimResult, Simulation
 from schedlab.sim.policy import Policy
 from schedlab.workload import transforms
 from schedlab.workload.loaders import load_trace
@@ -38,6 +39,8 @@ from schedlab.workload.tenant_map import load_tenant_map
 from schedlab.workload.synthetic import PROFILES, generate
 
 if TYPE_CHECKING:
+    from multiprocessing.queues import Queue
+
     from schedlab.energy.ces import CESConfig
 
 # The cluster a synthetic profile runs on when none is given.
@@ -81,16 +84,16 @@ class WorkloadSpec:
         return history, evaluation
 
     def build(self) -> Workload:
-        if (self.trace is None) == (self.synthetic is None):
-            raise ConfigError("give either a trace file (with its format) or a synthetic profile")
-        if self.trace is not None:
+        if self.trace is not None and self.synthetic is None:
             if not self.fmt:
                 raise ConfigError("a trace needs its format (see `schedlab traces list`)")
             w = load_trace(self.trace, self.fmt, **self.options)
-        else:
+        elif self.synthetic is not None and self.trace is None:
             n = self.jobs if self.jobs is not None else getattr(PROFILES.get(self.synthetic), "default_jobs", 2000)
             w = generate(self.synthetic, n, seed=self.seed, cluster_gpus=self.cluster_gpus,
                          load=self.load, **self.options)  # fmt: skip
+        else:
+            raise ConfigError("give either a trace file (with its format) or a synthetic profile")
         if self.tenant_prefix or self.tenant_map:
             mapping = load_tenant_map(self.tenant_map) if self.tenant_map else None
             w = transforms.rename_tenants(w, mapping, self.tenant_prefix or "")
@@ -118,7 +121,7 @@ class RunSpec:
     seed: int = 0
     config: SimConfig = field(default_factory=SimConfig)
     ces: CESConfig | None = None  # wrap the policy in the CES service (or vanilla DRS)
-    params: dict[str, Any] = field(default_factory=dict)  # policy options (policies that take them)
+    params: Any = None  # the policy's parameters (PolicyInfo.parse: its dataclass); None: its defaults
     shares: dict[str, float] | None = None  # tenant weights: the summary gets the fairness metrics
 
     def cluster_name(self) -> str:
@@ -174,16 +177,15 @@ def build_run(
         history, workload = wspec.build_split()
     if spec.shares is not None:
         check_shares(workload.jobs["tenant"].unique(), spec.shares)
-    info = POLICIES[spec.policy]
-    params = info.parse(spec.params)
-    options = PolicyOptions(params=spec.params, history=history, seed=spec.seed,
-                            submissions=workload.jobs.loc[:, list(SUBMITTED_COLUMNS)], shares=spec.shares)  # fmt: skip
-    policy = make_policy(spec.policy, placer=spec.placer, rng=np.random.default_rng(spec.seed), options=options)
+    options = PolicyOptions(history=history, seed=spec.seed, submissions=workload.jobs.loc[:, list(SUBMITTED_COLUMNS)],
+                            shares=spec.shares)  # fmt: skip
+    policy = make_policy(spec.policy, placer=spec.placer, rng=np.random.default_rng(spec.seed), params=spec.params,
+                         options=options)  # fmt: skip
     if spec.ces is not None:
         from schedlab.energy.policy import CESPolicy
 
         policy = CESPolicy(policy, spec.ces, seed=spec.seed)
-    return BuiltRun(spec, workload, history, cluster, policy, as_dict(params))
+    return BuiltRun(spec, workload, history, cluster, policy, as_dict(spec.params))
 
 
 def execute(built: BuiltRun, *, progress: Callable[[RunProgress], None] | None = None) -> tuple[SimResult, dict[str, Any]]:
@@ -269,7 +271,13 @@ def compare_runs(
 _STOP_SIGNALS = {signal.SIGINT, signal.SIGTERM}
 
 
-def _run_in_processes(specs, dirs, processes, on_progress, on_done) -> list[dict[str, Any]]:
+def _run_in_processes(
+    specs: list[RunSpec],
+    dirs: list[Path],
+    processes: int,
+    on_progress: Callable[[int, RunProgress], None] | None,
+    on_done: Callable[[int, dict[str, Any]], None] | None,
+) -> list[dict[str, Any]]:
     """At most ``processes`` forked workers at once; each sends progress and its outcome on one queue."""
     ctx = multiprocessing.get_context("fork")
     messages = ctx.Queue()
@@ -314,7 +322,7 @@ def _run_in_processes(specs, dirs, processes, on_progress, on_done) -> list[dict
         messages.close()
 
 
-def _worker(i: int, spec: RunSpec, out_dir: Path, messages) -> None:
+def _worker(i: int, spec: RunSpec, out_dir: Path, messages: Queue[tuple[str, int, Any]]) -> None:
     """A compare worker: ignores Ctrl-C (the parent stops it) and reports on ``messages``."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_DFL)

@@ -24,7 +24,7 @@ from typing import Any
 import pandas as pd
 
 from schedlab.errors import ConfigError, did_you_mean
-from schedlab.sim.engine import SimConfig
+from schedlab.sim.config import SimConfig
 
 # Workload keys that may be a list (an axis of the grid), and the type each value must have.
 WORKLOAD_AXES = ("jobs", "load", "arrival_scale", "spot_scale", "sample", "cluster")
@@ -156,8 +156,10 @@ def _expand(path: Path, data: dict[str, Any]) -> SweepSpec:
                      tuple(cells), tuple(axes), tables, load_axis)  # fmt: skip
 
 
-def _cell(wname: str, wbase: dict, pname: str, pbase: dict, chosen: dict[str, Any], axes: list[str]) -> Cell:
+def _cell(wname: str, wbase: dict[str, Any], pname: str, pbase: dict[str, Any], chosen: dict[str, Any],
+          axes: list[str]) -> Cell:
     from schedlab.experiments.run import RunSpec, WorkloadSpec
+    from schedlab.policies.registry import POLICIES
 
     seed = chosen["seed"]
     w = {**wbase, **{k: v for k, v in chosen.items() if k in WORKLOAD_AXES}}
@@ -172,12 +174,13 @@ def _cell(wname: str, wbase: dict, pname: str, pbase: dict, chosen: dict[str, An
     wspec = WorkloadSpec(seed=seed, options=options, **w)
     params = {**pbase["params"], **{k[6:]: v for k, v in chosen.items() if k.startswith("param.")}}
     config = SimConfig(**{k[7:]: v for k, v in chosen.items() if k.startswith("config.")})
-    run = RunSpec(wspec, cluster, pbase["policy"], pbase["placer"], seed, config, params=params)
+    run = RunSpec(wspec, cluster, pbase["policy"], pbase["placer"], seed, config,
+                  params=POLICIES[pbase["policy"]].parse(params))  # each value checked by _policy_axes
     keys = {"workload": wname, "policy": pname, **{k: v for k, v in chosen.items() if k in axes}, "seed": seed}
     return Cell(keys, run, fit_cluster)
 
 
-def _workload_axes(name: str, w: Any, default_cluster: str | None) -> tuple[dict[str, Any], dict[str, list]]:
+def _workload_axes(name: str, w: Any, default_cluster: str | None) -> tuple[dict[str, Any], dict[str, list[Any]]]:
     """(fixed WorkloadSpec fields, axes) of ``[workloads.NAME]``."""
     at = f"workloads.{name}."
     if not isinstance(w, dict):
@@ -250,7 +253,7 @@ def _check_cluster(key: str, cluster: str | None) -> None:
             raise _KeyError(key, str(exc)) from None
 
 
-def _policy_axes(name: str, p: Any) -> tuple[dict[str, Any], dict[str, list]]:
+def _policy_axes(name: str, p: Any) -> tuple[dict[str, Any], dict[str, list[Any]]]:
     from schedlab.policies.registry import POLICIES
 
     at = f"policies.{name}."
@@ -281,7 +284,7 @@ def _policy_axes(name: str, p: Any) -> tuple[dict[str, Any], dict[str, list]]:
     return {"policy": policy, "placer": placer, "params": {}}, axes
 
 
-def _config_axes(config: Any) -> dict[str, list]:
+def _config_axes(config: Any) -> dict[str, list[Any]]:
     if not isinstance(config, dict):
         raise _KeyError("config", "expected a table of engine settings")
     _known(config, CONFIG_KEYS, "config.")
@@ -325,7 +328,7 @@ def _report_table(i: int, t: Any) -> Table:
                  _paper(_table(t, "paper", at), rows, metrics, at + "paper"))  # fmt: skip
 
 
-def _paper(paper: dict, rows: tuple[str, ...], metrics: tuple[str, ...], at: str) -> dict[tuple[str, ...], dict[str, float]]:
+def _paper(paper: dict[str, Any], rows: tuple[str, ...], metrics: tuple[str, ...], at: str) -> dict[tuple[str, ...], dict[str, float]]:
     """``paper``: tables nested one level per ``rows`` key (``paper.philly.fifo``), the innermost
     a table ``METRIC = VALUE`` of published figures, in the unit of the metric's column."""
     found: dict[tuple[str, ...], dict[str, float]] = {}
@@ -375,7 +378,7 @@ def resolve_dates(spec: SweepSpec) -> SweepSpec:
         window = w.window_s
         if isinstance(window, str):
             start, _, end = window.partition(":")
-            window = (_point_seconds(start, origin) if start else 0.0, _point_seconds(end, origin) if end else math.inf)
+            window = (_text_seconds(start, origin) if start else 0.0, _text_seconds(end, origin) if end else math.inf)
             if window[1] <= window[0]:
                 raise ConfigError(f"{spec.path}: workloads.{cell.keys['workload']}.window: END must be after START")
         train_until = _point_seconds(w.train_until_s, origin)
@@ -383,13 +386,18 @@ def resolve_dates(spec: SweepSpec) -> SweepSpec:
     return replace(spec, cells=tuple(cells))
 
 
-def _point_seconds(value: float | str | None, origin) -> float | None:
+def _point_seconds(value: float | str | None, origin: pd.Timestamp | None) -> float | None:
     """Seconds (kept), hours as text, or a date as text (from ``origin``)."""
     if value is None or isinstance(value, float):
         return value
-    if _is_number(value):
-        return float(value) * 3600
-    return (pd.Timestamp(value) - origin).total_seconds()
+    return _text_seconds(value, origin)
+
+
+def _text_seconds(text: str, origin: pd.Timestamp | None) -> float:
+    """Hours as text, or a date as text (from ``origin``), in seconds."""
+    if _is_number(text):
+        return float(text) * 3600
+    return float((pd.Timestamp(text) - origin).total_seconds())
 
 
 def _is_number(text: str) -> bool:
@@ -403,17 +411,17 @@ def _is_number(text: str) -> bool:
 # --- checks: each takes (key, value) and returns the value or raises _KeyError ---------------------
 
 
-def _known(table: dict, allowed: tuple[str, ...], at: str) -> None:
+def _known(table: dict[str, Any], allowed: tuple[str, ...], at: str) -> None:
     for key in table:
         if key not in allowed:
             raise _KeyError(at + key, f"unknown key; expected one of {', '.join(allowed)}")
 
 
-def _get(table: dict, key: str, default: Any, check: Callable[[str, Any], Any], at: str = "") -> Any:
+def _get(table: dict[str, Any], key: str, default: Any, check: Callable[[str, Any], Any], at: str = "") -> Any:
     return check(at + key, table[key]) if key in table else default
 
 
-def _axis(table: dict, key: str, default: list, check: Callable[[str, Any], Any], at: str = "") -> list:
+def _axis(table: dict[str, Any], key: str, default: list[Any], check: Callable[[str, Any], Any], at: str = "") -> list[Any]:
     """A key that may vary: one value, or a non-empty list of values."""
     if key not in table:
         return default
@@ -427,14 +435,14 @@ def _axis(table: dict, key: str, default: list, check: Callable[[str, Any], Any]
     return checked
 
 
-def _table(table: dict, key: str, at: str) -> dict:
+def _table(table: dict[str, Any], key: str, at: str) -> dict[str, Any]:
     value = table.get(key, {})
     if not isinstance(value, dict):
         raise _KeyError(at + key, "expected a table")
     return value
 
 
-def _list(table: dict, key: str, at: str, check: Callable[[str, Any], Any] | None = None) -> list:
+def _list(table: dict[str, Any], key: str, at: str, check: Callable[[str, Any], Any] | None = None) -> list[Any]:
     value = table.get(key, [])
     if not isinstance(value, list):
         raise _KeyError(at + key, "expected a list")
@@ -479,9 +487,9 @@ def _positive(key: str, value: Any) -> float:
 
 def _int(minimum: int) -> Callable[[str, Any], int]:
     def check(key: str, value: Any) -> int:
-        if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-            raise _KeyError(key, f"expected a whole number >= {minimum}, got {value!r}")
-        return value
+        if isinstance(value, int) and not isinstance(value, bool) and value >= minimum:
+            return value
+        raise _KeyError(key, f"expected a whole number >= {minimum}, got {value!r}")
 
     return check
 

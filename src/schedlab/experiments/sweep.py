@@ -25,7 +25,7 @@ import shutil
 import signal
 import time
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from dataclasses import replace
 from pathlib import Path
@@ -38,7 +38,10 @@ from schedlab.errors import ConfigError, SchedlabError
 from schedlab.experiments.spec import Cell, SweepSpec
 
 if TYPE_CHECKING:
+    from multiprocessing.queues import Queue
+
     from schedlab.cluster.spec import ClusterSpec
+    from schedlab.experiments.run import RunSpec
     from schedlab.workload.schema import Workload
 
 SPEC_COPY = "sweep.toml"
@@ -102,9 +105,10 @@ def _recorded(out: Path, cell: Cell) -> str | None:
     if not path.is_file():
         return None
     try:
-        return json.loads(path.read_text())["fingerprint"]
+        fingerprint: str | None = json.loads(path.read_text())["fingerprint"]
     except (ValueError, KeyError, TypeError):
         return "unreadable"
+    return fingerprint
 
 
 def run_cell(cell: Cell, out: Path) -> None:
@@ -142,7 +146,7 @@ def fit_to_cluster(w: Workload, cluster: ClusterSpec) -> tuple[Workload, int]:
     return w.with_jobs(jobs[keep]), int((~keep).sum())
 
 
-def _fitted(run) -> tuple[Workload | None, Workload, ClusterSpec, int]:
+def _fitted(run: RunSpec) -> tuple[Workload | None, Workload, ClusterSpec, int]:
     """(history, evaluation, cluster, evaluation jobs dropped) of a run with ``fit_cluster``."""
     from schedlab.cluster.presets import load_cluster
 
@@ -193,7 +197,8 @@ def run_sweep(
 _STOP_SIGNALS = {signal.SIGINT, signal.SIGTERM}
 
 
-def _run_in_processes(cells, todo: list[int], out: Path, workers: int, report) -> None:
+def _run_in_processes(cells: Sequence[Cell], todo: list[int], out: Path, workers: int,
+                      report: Callable[[Outcome], None]) -> None:
     """One forked process per cell, at most ``workers`` at once. A worker that dies (killed,
     out of memory) fails its cell only; the others go on."""
     ctx = multiprocessing.get_context("fork")
@@ -228,7 +233,7 @@ def _run_in_processes(cells, todo: list[int], out: Path, workers: int, report) -
         messages.close()
 
 
-def _worker(i: int, cell: Cell, out: Path, messages) -> None:
+def _worker(i: int, cell: Cell, out: Path, messages: Queue[tuple[int, str, str]]) -> None:
     """A sweep worker: ignores Ctrl-C (the parent stops it) and reports on ``messages``."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
@@ -253,7 +258,8 @@ def _ray_task(cell: Cell, out: str) -> tuple[str, str]:
     return _attempt(cell, Path(out))
 
 
-def _run_on_ray(cells, todo: list[int], out: Path, address: str, workers: int, report) -> None:
+def _run_on_ray(cells: Sequence[Cell], todo: list[int], out: Path, address: str, workers: int,
+                report: Callable[[Outcome], None]) -> None:
     """One Ray task per cell. ``address`` "local" starts a Ray instance on this machine with
     ``workers`` CPUs; otherwise it is the address of a running cluster, whose nodes need
     schedlab installed and ``out`` on a shared file system."""

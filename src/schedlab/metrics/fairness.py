@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import csv
 import math
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -141,7 +141,7 @@ def jain_index(values: np.ndarray) -> float | None:
     return float(values.sum() ** 2 / (values.size * squares)) if squares > 0 else None
 
 
-def check_shares(tenants, shares: Mapping[str, float]) -> None:
+def check_shares(tenants: Iterable[str], shares: Mapping[str, float]) -> None:
     """Fail when ``shares`` has no weight for one of ``tenants``."""
     missing = sorted(set(tenants) - set(shares))
     if missing:
@@ -212,4 +212,5 @@ def _rho(jobs: pd.DataFrame, codes: np.ndarray, weights: np.ndarray, cluster_gpu
 
 def _ratio(numerator: np.ndarray, denominator: np.ndarray) -> np.ndarray:
     """numerator / denominator, NaN where the denominator is not > 0."""
-    return np.divide(numerator, denominator, out=np.full(len(denominator), np.nan), where=denominator > 0)
+    ratio: np.ndarray = np.divide(numerator, denominator, out=np.full(len(denominator), np.nan), where=denominator > 0)
+    return ratio

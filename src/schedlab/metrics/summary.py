@@ -124,7 +124,8 @@ def summarize(
     if clash:
         raise ConfigError(f"extra summary keys clash with computed metrics: {', '.join(clash)}")
     summary.update(extra or {})
-    return to_jsonable(summary)
+    plain: dict[str, Any] = to_jsonable(summary)
+    return plain
 
 
 def size_bucket(num_gpus: np.ndarray) -> np.ndarray:
@@ -229,7 +230,8 @@ def window_classes(
     _require_columns(jobs, JOB_COLUMNS, "jobs table")
     submit = jobs["submit_s"].to_numpy(dtype=float)
     inside = jobs[(submit >= start_s) & (submit <= end_s)]
-    return to_jsonable(class_breakdown(_job_frame(inside), frozenset(evictable_classes)))
+    breakdown: dict[str, dict[str, Any]] = to_jsonable(class_breakdown(_job_frame(inside), frozenset(evictable_classes)))
+    return breakdown
 
 
 def tenant_breakdown(frame: pd.DataFrame) -> dict[str, dict[str, Any]]:
@@ -254,11 +256,12 @@ def read_summary(path: Path) -> dict[str, Any]:
     """Read a summary written by :func:`write_summary`."""
     path = Path(path)
     try:
-        return json.loads(path.read_text(encoding="utf-8"))
+        summary: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError as exc:
         raise InputError("file not found", file=str(path)) from exc
     except json.JSONDecodeError as exc:
         raise InputError(f"not valid JSON ({exc.msg}, line {exc.lineno})", file=str(path)) from exc
+    return summary
 
 
 def to_jsonable(value: Any) -> Any:
@@ -321,7 +324,8 @@ def _bucket_breakdown(frame: pd.DataFrame, column: str) -> dict[str, dict[str, A
 
 
 def _records(table: pd.DataFrame) -> dict[str, dict[str, Any]]:
-    return to_jsonable(table.to_dict(orient="index"))
+    records: dict[str, dict[str, Any]] = to_jsonable(table.to_dict(orient="index"))
+    return records
 
 
 def _distribution(name: str, values: np.ndarray, percentiles: tuple[int, ...]) -> dict[str, float | None]:

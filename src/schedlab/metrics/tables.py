@@ -248,7 +248,8 @@ def _best_mask(values: Sequence[Any], better: str | None) -> list[bool]:
     if better is None or np.unique(finite).size < 2:
         return [False] * len(values)
     target = finite.min() if better == "lower" else finite.max()
-    return (numbers == target).tolist()
+    best: list[bool] = (numbers == target).tolist()
+    return best
 
 
 def _is_number(value: Any) -> bool:

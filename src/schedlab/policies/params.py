@@ -43,7 +43,12 @@ def describe(cls: type) -> list[tuple[str, str, str, str]]:
     hints = typing.get_type_hints(cls)
     rows = []
     for f in dataclasses.fields(cls):
-        default = f.default if f.default is not dataclasses.MISSING else f.default_factory()
+        if f.default is not dataclasses.MISSING:
+            default = f.default
+        elif f.default_factory is not dataclasses.MISSING:
+            default = f.default_factory()
+        else:
+            raise ConfigError(f"parameter '{f.name}' of {cls.__name__} has no default")
         rows.append((f.name, _type_name(hints[f.name]), _text(default), f.metadata.get("help", "")))
     return rows
 

@@ -8,7 +8,7 @@ a frozen dataclass (:mod:`schedlab.policies.params`) that ``--param KEY=VALUE`` 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
@@ -47,14 +47,13 @@ from schedlab.workload.schema import Workload
 
 @dataclass(frozen=True)
 class PolicyOptions:
-    """What a policy may be built with besides its placer and its parameters: ``params``
-    (values by name, text or typed), a warm-start ``history`` (jobs finished before the
+    """What a policy may be built with besides its placer and its parameters: a warm-start
+    ``history`` (jobs finished before the
     simulated workload, on its time axis), a ``seed``, and ``submissions``: the run's jobs as
     known when submitted (:data:`~schedlab.workload.schema.SUBMITTED_COLUMNS`, no outcome), for
     predictors that score in batches (QSSF); ``shares``: tenant weights (``--shares``), for the
     fair-share policies (equal weights when None)."""
 
-    params: Mapping[str, Any] = field(default_factory=dict)
     history: Workload | None = None
     seed: int = 0
     submissions: pd.DataFrame | None = None
@@ -73,7 +72,8 @@ class PolicyInfo:
     params: type | None = None
 
     def parse(self, values: Mapping[str, Any]) -> Any:
-        """The policy's parameters with ``values`` set (a policy without any refuses values)."""
+        """The policy's parameters with ``values`` (text from ``--param KEY=VALUE``, or typed)
+        set: the one place they are converted and checked; a policy without any refuses values."""
         if self.params is None:
             if values:
                 raise ConfigError(f"policy '{self.name}' has no parameters (got {', '.join(values)})")
@@ -103,7 +103,7 @@ def _gfs(variant: str) -> Callable[[Placer, Any, PolicyOptions], Policy]:
 
 def _qssf(placer: Placer, params: QssfParams, options: PolicyOptions) -> Policy:
     from schedlab.policies.helios.qssf import QSSF  # imported on use: it pulls in the predictors
-    from schedlab.predict.duration import DurationSettings
+    from schedlab.predict.settings import DurationSettings
 
     if options.submissions is None:
         raise ConfigError("qssf is built with the run's submissions (PolicyOptions.submissions)")
@@ -216,14 +216,24 @@ def policy_names() -> list[str]:
 
 
 def make_policy(
-    name: str, *, placer: str | None = None, rng: np.random.Generator, options: PolicyOptions | None = None
+    name: str,
+    *,
+    placer: str | None = None,
+    rng: np.random.Generator,
+    params: Any = None,
+    options: PolicyOptions | None = None,
 ) -> Policy:
-    """Build a registered policy with its default placer, or with ``placer``, and its
-    parameters set from ``options.params``."""
+    """Build a registered policy with its default placer, or with ``placer``, and ``params``: an
+    instance of its parameter dataclass, as :meth:`PolicyInfo.parse` returns it (None: the
+    defaults)."""
     info = POLICIES.get(name)
     if info is None:
         raise ConfigError(f"unknown policy '{name}'{did_you_mean(name, POLICIES)}; choose one of {', '.join(POLICIES)}")
     if placer is not None and placer not in PLACERS:
         raise ConfigError(f"unknown placer '{placer}'{did_you_mean(placer, PLACERS)}; choose one of {', '.join(PLACERS)}")
-    options = options or PolicyOptions()
-    return info.build(make_placer(placer or info.default_placer, rng), info.parse(options.params), options)
+    if params is None:
+        params = info.parse({})
+    elif info.params is None or not isinstance(params, info.params):
+        expected = info.params.__name__ if info.params is not None else "no parameters"
+        raise ConfigError(f"policy '{name}' takes {expected}, got {type(params).__name__}")
+    return info.build(make_placer(placer or info.default_placer, rng), params, options or PolicyOptions())

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -32,8 +33,12 @@ from schedlab.predict.demand_baselines import QuantileForecast, history_before
 from schedlab.predict.demand_series import DemandSeries
 from schedlab.predict.orglinear_net import deterministic_torch
 
-torch = require("torch", "the DeepAR baseline")
-nn = torch.nn
+if TYPE_CHECKING:
+    import torch
+    from torch import nn
+else:
+    torch = require("torch", "the DeepAR baseline")
+    nn = torch.nn
 
 LAGS = (1, 24, 168)
 
@@ -52,7 +57,9 @@ class _DeepARNet(nn.Module):
         self.mu = nn.Linear(hidden, 1)
         self.sigma = nn.Linear(hidden, 1)
 
-    def forward(self, lags: torch.Tensor, cov: torch.Tensor, org: torch.Tensor, state=None):  # noqa: ANN001, ANN201
+    def forward(
+        self, lags: torch.Tensor, cov: torch.Tensor, org: torch.Tensor, state: tuple[torch.Tensor, torch.Tensor] | None = None
+    ) -> tuple[torch.Tensor, torch.Tensor, tuple[torch.Tensor, torch.Tensor]]:
         """``lags`` (B, T, 3), ``cov`` (B, T, 5), ``org`` (B,) -> mu, sigma (B, T), LSTM state."""
         emb = self.org(org).unsqueeze(1).expand(-1, lags.shape[1], -1)
         out, state = self.lstm(torch.cat([lags, cov, emb], dim=-1), state)
@@ -87,7 +94,8 @@ class DeepAR:
         """Hours needed before a forecast: the conditioning range and the longest lag."""
         return self.context + max(LAGS)
 
-    def _windows(self, values: np.ndarray, org_idx: np.ndarray, start: np.ndarray, steps: int):  # noqa: ANN202
+    def _windows(self, values: np.ndarray, org_idx: np.ndarray, start: np.ndarray,
+                 steps: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:  # fmt: skip
         """Scaled lag inputs (B, steps, 3), targets (B, steps) and scales (B,) of windows whose
         conditioning range starts at ``start``; targets past the series end are NaN."""
         t = start[:, None] + np.arange(steps)

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
@@ -33,9 +34,14 @@ from schedlab.predict.demand_series import DemandSeries, org_attributes
 from schedlab.predict.orglinear import SeriesDecomposition, window_starts
 from schedlab.predict.orglinear_net import deterministic_torch, epochs_for
 
-lgb = require("lightgbm", "the demand-forecast baselines")
-torch = require("torch", "the demand-forecast baselines")
-nn = torch.nn
+if TYPE_CHECKING:
+    import lightgbm as lgb
+    import torch
+    from torch import nn
+else:
+    lgb = require("lightgbm", "the demand-forecast baselines")
+    torch = require("torch", "the demand-forecast baselines")
+    nn = torch.nn
 
 
 @dataclass(frozen=True)
@@ -101,7 +107,8 @@ class _DLinearNet(nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         trend, cycle = self.decompose(x)
-        return self.trend_head(trend) + self.cycle_head(cycle)
+        out: torch.Tensor = self.trend_head(trend) + self.cycle_head(cycle)
+        return out
 
 
 @dataclass
@@ -122,17 +129,18 @@ class DLinear:
     net: _DLinearNet | None = None
     scale: np.ndarray | None = None
 
-    def _windows(self, values: np.ndarray, org_idx: np.ndarray, pos: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    def _windows(self, values: np.ndarray, org_idx: np.ndarray, pos: np.ndarray,
+                 scale: np.ndarray) -> tuple[np.ndarray, np.ndarray]:  # fmt: skip
         hist = values[org_idx[:, None], pos[:, None] + np.arange(self.lookback)]
         level = hist.mean(axis=1, keepdims=True)
-        return (hist - level) / self.scale[org_idx, None], level
+        return (hist - level) / scale[org_idx, None], level
 
     def fit(self, train: DemandSeries) -> None:
         values = train.values
         self.scale = np.maximum(values.mean(axis=1), 1.0)
         starts = window_starts(values.shape[1], self.lookback, self.horizon, self.stride)
         org_idx, pos = (a.ravel() for a in np.meshgrid(np.arange(values.shape[0]), starts, indexing="ij"))
-        x, level = self._windows(values, org_idx, pos)
+        x, level = self._windows(values, org_idx, pos, self.scale)
         y = values[org_idx[:, None], pos[:, None] + self.lookback + np.arange(self.horizon)]
         target = (y - level) / self.scale[org_idx, None]
         t0 = time.perf_counter()
@@ -146,7 +154,7 @@ class DLinear:
                     b = order[i : i + self.batch_size]
                     loss = nn.functional.mse_loss(self.net(xt[b]), yt[b])
                     opt.zero_grad()
-                    loss.backward()
+                    loss.backward()  # type: ignore[no-untyped-call]  # torch's Tensor.backward is not annotated
                     opt.step()
         self.train_seconds = time.perf_counter() - t0
 
@@ -155,7 +163,7 @@ class DLinear:
             raise ConfigError("DLinear is not trained")
         hist = history_before(series, end, self.lookback)
         org_idx = np.arange(hist.shape[0])
-        x, level = self._windows(hist, org_idx, np.full(len(org_idx), end - self.lookback))
+        x, level = self._windows(hist, org_idx, np.full(len(org_idx), end - self.lookback), self.scale)
         with deterministic_torch(self.seed), torch.no_grad():
             out = self.net(torch.tensor(x, dtype=torch.float32)).double().numpy()
         return _point(out * self.scale[:, None] + level, levels)
@@ -183,8 +191,10 @@ class LightGBMQuantile:
     models: dict[float, lgb.Booster] = field(default_factory=dict)
     attributes: pd.DataFrame | None = None
 
-    def _features(self, values: np.ndarray, org_idx: np.ndarray, pos: np.ndarray, cal: pd.DataFrame) -> tuple[pd.DataFrame, np.ndarray]:
-        """Feature rows (one per origin x lead, origin-major) and each row's level."""
+    def _features(self, values: np.ndarray, org_idx: np.ndarray, pos: np.ndarray, cal: pd.DataFrame,
+                  attributes: pd.DataFrame) -> tuple[pd.DataFrame, np.ndarray]:  # fmt: skip
+        """Feature rows (one per origin x lead, origin-major) and each row's level; ``attributes``
+        are the organisations' (:func:`.org_attributes`)."""
         h, L = self.horizon, self.lookback
         hist = values[org_idx[:, None], pos[:, None] + np.arange(L)]
         level = hist.mean(axis=1)
@@ -197,7 +207,7 @@ class LightGBMQuantile:
             ok = (col >= 0) & (col < L)  # inside the look-back
             return np.where(ok, rel[rows, np.clip(col, 0, L - 1)], np.nan)
 
-        attrs = self.attributes.iloc[org_idx[rows]]
+        attrs = attributes.iloc[org_idx[rows]]
         frame = pd.DataFrame({
             "lead": lead, "hour": cal["hour"].to_numpy(), "weekday": cal["weekday"].to_numpy(),
             "holiday": cal["holiday"].to_numpy(), "last": rel[rows, -1], "mean_24": rel[:, -24:].mean(axis=1)[rows],
@@ -219,7 +229,7 @@ class LightGBMQuantile:
         org_idx, pos = (a.ravel() for a in np.meshgrid(np.arange(values.shape[0]), starts, indexing="ij"))
         future = (pos[:, None] + self.lookback + np.arange(self.horizon)).ravel()
         cal = train.calendar(train.demand.index).iloc[future]
-        frame, level = self._features(values, org_idx, pos, cal)
+        frame, level = self._features(values, org_idx, pos, cal, self.attributes)
         label = values[np.repeat(org_idx, self.horizon), future] - level
         t0 = time.perf_counter()
         for alpha in (0.5, *self.levels):
@@ -236,9 +246,11 @@ class LightGBMQuantile:
         hist = history_before(series, end, self.lookback)
         n = hist.shape[0]
         cal = series.calendar(series.hours_after(end, self.horizon))
-        frame, level = self._features(hist, np.arange(n), np.full(n, end - self.lookback), pd.concat([cal] * n))
+        frame, level = self._features(hist, np.arange(n), np.full(n, end - self.lookback), pd.concat([cal] * n),
+                                      self.attributes)  # fmt: skip
 
         def run(alpha: float) -> np.ndarray:
-            return (self.models[alpha].predict(frame) + level).reshape(n, self.horizon)
+            predicted: np.ndarray = (self.models[alpha].predict(frame) + level).reshape(n, self.horizon)
+            return predicted
 
         return QuantileForecast(run(0.5), {p: run(p) for p in levels})

@@ -91,7 +91,8 @@ class DemandSeries:
     @property
     def values(self) -> np.ndarray:
         """Demand as an (organisations x hours) float array."""
-        return self.demand.to_numpy(dtype=float).T
+        values: np.ndarray = self.demand.to_numpy(dtype=float).T
+        return values
 
     def __len__(self) -> int:
         return len(self.demand)
@@ -164,7 +165,7 @@ def _hourly_mean(code: np.ndarray, start: np.ndarray, end: np.ndarray, gpus: np.
         return np.cumsum(acc, axis=1)[:, : hours + 1]
 
     t = np.arange(hours + 1) * HOUR_S
-    f = (cum(k_start, gpus) - cum(k_end, gpus)) * t - (cum(k_start, gpus * start) - cum(k_end, gpus * end))
+    f: np.ndarray = (cum(k_start, gpus) - cum(k_end, gpus)) * t - (cum(k_start, gpus * start) - cum(k_end, gpus * end))
     return np.maximum(np.diff(f, axis=1) / HOUR_S, 0.0)
 
 
@@ -238,7 +239,7 @@ def org_attributes(values: np.ndarray, orgs: Sequence[str], *, buckets: int = 4)
     cv = values.std(axis=1) / np.maximum(mean, 1e-9)
 
     def bucket(x: np.ndarray) -> np.ndarray:
-        rank = pd.Series(x).rank(method="first").to_numpy() - 1
+        rank: np.ndarray = pd.Series(x).rank(method="first").to_numpy() - 1
         return np.minimum((rank * buckets / max(len(x), 1)).astype(np.int64), buckets - 1)
 
     return pd.DataFrame(

@@ -27,7 +27,7 @@ finished job at all every job gets ``prior_s``.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
@@ -36,7 +36,10 @@ from schedlab.extras import require
 from schedlab.predict.names import NameClusters, similar_names
 from schedlab.predict.settings import DurationSettings
 
-lgb = require("lightgbm", "qssf's duration predictor")
+if TYPE_CHECKING:
+    import lightgbm as lgb
+else:
+    lgb = require("lightgbm", "qssf's duration predictor")
 
 _RECENT = 64  # the decayed mean looks at this many most recent similar jobs (0.5 ** 64 ~ 0)
 

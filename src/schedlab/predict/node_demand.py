@@ -234,7 +234,7 @@ class NodeDemandForecaster:
         features = make_features(steps, self.config, self.holidays, lead)
         last = steps["peak"].shift(lead).to_numpy()
         scale = steps["total"].shift(lead).clip(lower=1.0).to_numpy()
-        return pd.Series(_nodes(last + scale * self.model.predict(features)), index=steps.index, name="forecast")
+        return pd.Series(_nodes(last + scale * np.asarray(self.model.predict(features))), index=steps.index, name="forecast")
 
     def forecast(self, history: pd.Series | pd.DataFrame, steps: int) -> pd.Series:
         """The next ``steps`` values after the end of ``history`` (``steps <= lead_steps``),
@@ -250,7 +250,7 @@ class NodeDemandForecaster:
         rows = features_at(extended, len(history) - 1 + leads, leads, self.config, self.holidays)
         last = float(history["peak"].iloc[-1])
         scale = max(1.0, float(history["total"].iloc[-1]))
-        return pd.Series(_nodes(last + scale * self.model.predict(rows)), index=future, name="forecast")
+        return pd.Series(_nodes(last + scale * np.asarray(self.model.predict(rows))), index=future, name="forecast")
 
 
 def _nodes(values: np.ndarray) -> np.ndarray:

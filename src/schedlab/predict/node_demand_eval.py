@@ -254,7 +254,7 @@ def validate(
 
 def forecast_ahead(steps: pd.DataFrame, name: str, count: int, day_steps: int) -> np.ndarray:
     """The next ``count`` steps after the newest one by a baseline (``last`` or ``seasonal``)."""
-    y = steps["peak"].to_numpy(dtype=float)
+    y: np.ndarray = steps["peak"].to_numpy(dtype=float)
     if name == "last":
         return np.full(count, y[-1])
     if name == "seasonal":

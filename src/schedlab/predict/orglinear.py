@@ -171,7 +171,7 @@ class OrgLinear:
         cal = series.calendar(series.demand.index).to_numpy()
         org_idx, pos = np.meshgrid(np.arange(values.shape[0]), starts, indexing="ij")
         org_idx, pos = org_idx.ravel(), pos.ravel()
-        x, y, level = self._inputs(values, org_idx, pos)
+        x, y, level = self._inputs(values, org_idx, pos, self.scale)
         target = (y - level) / self.scale[org_idx, None]
         calendar = cal[pos + c.lookback]  # eq. 3: the timestamp of the first forecast hour
         attrs = self.attributes.loc[:, list(ATTRIBUTES)].to_numpy()[org_idx]
@@ -181,12 +181,13 @@ class OrgLinear:
         self.train_seconds = time.perf_counter() - t0
         return self
 
-    def _inputs(self, values: np.ndarray, org_idx: np.ndarray, pos: np.ndarray) -> tuple[np.ndarray, ...]:
-        """Normalised histories, raw targets (or an empty array past the end) and window levels."""
+    def _inputs(self, values: np.ndarray, org_idx: np.ndarray, pos: np.ndarray,
+                scale: np.ndarray) -> tuple[np.ndarray, ...]:  # fmt: skip
+        """Normalised histories (by ``scale``), raw targets (or an empty array past the end) and window levels."""
         c = self.config
         hist = values[org_idx[:, None], pos[:, None] + np.arange(c.lookback)]
         level = hist.mean(axis=1, keepdims=True)
-        x = (hist - level) / self.scale[org_idx, None]
+        x = (hist - level) / scale[org_idx, None]
         fut = pos[:, None] + c.lookback + np.arange(c.horizon)
         y = values[org_idx[:, None], fut] if fut.max() < values.shape[1] else np.empty((len(pos), 0))
         return x, y, level
@@ -208,7 +209,7 @@ class OrgLinear:
             raise ConfigError(f"the series lacks organisations the model was trained on: {missing[:5]}")
         values = series.demand.loc[:, orgs].to_numpy(dtype=float).T[:, :end]
         org_idx = np.arange(len(orgs))
-        x, _, level = self._inputs(values, org_idx, np.full(len(orgs), end - c.lookback))
+        x, _, level = self._inputs(values, org_idx, np.full(len(orgs), end - c.lookback), self.scale)
         index = series.hours_after(end, c.horizon)
         cal = np.repeat(series.calendar(index[:1]).to_numpy(), len(orgs), axis=0)
         attrs = self.attributes.loc[:, list(ATTRIBUTES)].to_numpy()

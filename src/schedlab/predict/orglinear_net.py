@@ -11,14 +11,19 @@ from __future__ import annotations
 import math
 from collections.abc import Iterator
 from contextlib import contextmanager
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from schedlab.extras import require
 from schedlab.predict.orglinear import OrgLinearConfig, SeriesDecomposition
 
-torch = require("torch", "OrgLinear")
-nn = torch.nn
+if TYPE_CHECKING:
+    import torch
+    from torch import nn
+else:
+    torch = require("torch", "OrgLinear")
+    nn = torch.nn
 
 # Not from the paper; both keep the NLL finite on idle (all-zero) windows, where it would
 # otherwise push sigma to 0 and blow up on the next burst (measured: training loss 1e5-1e6).
@@ -60,7 +65,8 @@ class AttributeAttention(nn.Module):
 
     def forward(self, tokens: torch.Tensor) -> torch.Tensor:
         scores = self.query(tokens) @ self.key(tokens).transpose(1, 2) / math.sqrt(self.dim)
-        return (torch.softmax(scores, dim=-1) @ self.value(tokens)).mean(dim=1)
+        attended: torch.Tensor = torch.softmax(scores, dim=-1) @ self.value(tokens)
+        return attended.mean(dim=1)
 
 
 class OrgLinearNet(nn.Module):
@@ -88,7 +94,8 @@ class OrgLinearNet(nn.Module):
     def organisation(self, attrs: torch.Tensor) -> torch.Tensor:
         """Eq. 4, ``c_o``: (B, j) attribute codes -> (B, d)."""
         tokens = torch.stack([emb(attrs[:, k]) for k, emb in enumerate(self.attributes)], dim=1)
-        return self.attention(tokens)
+        pooled: torch.Tensor = self.attention(tokens)
+        return pooled
 
     def forward(self, x: torch.Tensor, calendar: torch.Tensor, attrs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """``x`` (B, L) history, ``calendar`` (B, 3) hour/weekday/holiday codes of the forecast's
@@ -161,7 +168,7 @@ def _train(net: OrgLinearNet, tensors: tuple[torch.Tensor, ...], c: OrgLinearCon
             mean, sigma = net(x[b], cal[b], attrs[b])
             loss = loss_fn(mean, sigma, target[b])
             opt.zero_grad()
-            loss.backward()
+            loss.backward()  # type: ignore[no-untyped-call]  # torch's Tensor.backward is not annotated
             nn.utils.clip_grad_norm_(net.parameters(), CLIP)
             opt.step()
             total += float(loss.detach()) * len(b)

@@ -21,8 +21,8 @@ class Job:
     outside stalls (its service). ``pause_s``, ``restore_s`` and ``migration_s`` add up the
     checkpoint costs charged to it (:mod:`schedlab.sim.checkpoint`); ``mem_gib`` is its row's
     GPU memory per GPU (NaN: the cost model's default); ``time_limit`` its row's requested
-    run-time limit (NaN: none), read only by policies that plan with limits (Slurm's).
-    ``data`` is free for the policy's own bookkeeping.
+    run-time limit (NaN: none), read only by policies that plan with limits (Slurm's). A
+    policy keeps its own per-job state in a mapping of its own, keyed by ``idx``.
     """
 
     __slots__ = (
@@ -31,7 +31,7 @@ class Job:
         "state", "alloc", "milli", "rate", "remaining", "last_update", "stall_until", "restart_cost", "version",
         "first_start", "end", "queue_s", "queued_since", "run_s", "served_s", "run_since", "preemptions",
         "migrations", "lost_work", "gpu_seconds", "work_done", "saved_progress", "colocated", "shared_s", "shared_since",
-        "copies", "elastic", "mem_gib", "time_limit", "pause_s", "restore_s", "migration_s", "data",
+        "copies", "elastic", "mem_gib", "time_limit", "pause_s", "restore_s", "migration_s",
     )  # fmt: skip
 
     def __init__(
@@ -99,7 +99,6 @@ class Job:
         self.restore_s = 0.0  # restores and restarts after its pauses and evictions
         self.migration_s = 0.0  # stalls of its migrations
         self.elastic = False  # resized at least once (Simulation.resize): it holds its allocation's GPUs
-        self.data: object = None
 
     @property
     def fractional(self) -> bool:

@@ -76,15 +76,14 @@ def simulate(record: pd.DataFrame, conf: SlurmConf, *, durations: str = "sleep",
 
     name = scheduler_policy(conf.settings)
     params = params_from_conf(conf.settings)
-    fields = {k: getattr(params, k) for k in params.__dataclass_fields__}
-    policy = make_policy(name, rng=np.random.default_rng(seed), options=PolicyOptions(params=fields, seed=seed))
+    policy = make_policy(name, rng=np.random.default_rng(seed), params=params, options=PolicyOptions(seed=seed))
     workload = replay_workload(record, conf, durations)
     result = Simulation(workload, sandbox_cluster(conf), policy, seed=seed).run()
     return result.jobs, name
 
 
 def simulate_served(record: pd.DataFrame, conf: SlurmConf, *, policy: str, interval_s: float, first_s: float,
-                    epoch_s: float, history: Workload | None = None, params: dict[str, Any] | None = None,
+                    epoch_s: float, history: Workload | None = None, params: Any = None,
                     durations: str = "sleep", seed: int = 0) -> tuple[pd.DataFrame, dict[str, Any]]:  # fmt: skip
     """Run the replay's jobs through the simulated Slurm with ``schedlab serve slurm --policy
     policy --apply`` beside it (:mod:`schedlab.slurm.served`): cycles every ``interval_s`` from

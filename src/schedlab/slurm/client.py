@@ -13,6 +13,7 @@ import subprocess
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from schedlab.errors import SchedlabError
 
@@ -87,13 +88,13 @@ class SlurmClient:
             raise SlurmCommandError(f"`{' '.join(argv[:2])}`: {message}")
         return out.stdout
 
-    def json(self, argv: Sequence[str]) -> dict:
+    def json(self, argv: Sequence[str]) -> dict[str, Any]:
         """A command's ``--json`` output. Slurm 22.05 answers a controller it cannot reach with
         exit code 0 and an ``errors`` list (after about 9 s): that raises
         :class:`SlurmUnavailable`, never reads as an empty queue."""
         text = self.run(argv)
         try:
-            data = json.loads(text)
+            data: dict[str, Any] = json.loads(text)
         except ValueError as exc:
             raise SlurmCommandError(f"`{argv[0]}` printed no valid JSON ({exc})") from exc
         errors = data.get("errors") if isinstance(data, dict) else None
@@ -135,7 +136,7 @@ class SlurmClient:
         return out
 
 
-def queue_job(raw: dict) -> QueueJob:
+def queue_job(raw: dict[str, Any]) -> QueueJob:
     """One element of ``squeue --json``'s ``jobs``."""
     limit = raw.get("time_limit")
     return QueueJob(
@@ -157,7 +158,7 @@ def queue_job(raw: dict) -> QueueJob:
     )
 
 
-def node_info(raw: dict) -> NodeInfo:
+def node_info(raw: dict[str, Any]) -> NodeInfo:
     """One element of ``sinfo --json``'s ``nodes``."""
     gres = str(raw.get("gres") or "")
     parts = gres.split(":") if gres.startswith("gpu") else []
@@ -193,7 +194,7 @@ def tres_gpus(tres: str) -> int:
     return 0
 
 
-def tres_gpus_per_node(raw: dict) -> int:
+def tres_gpus_per_node(raw: dict[str, Any]) -> int:
     """GPUs a pending job asks for: ``tres_per_node`` ``gres:gpu:4`` times its node count."""
     per_node = str(raw.get("tres_per_node") or "")
     count = per_node.rsplit(":", 1)[-1]

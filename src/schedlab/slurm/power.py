@@ -27,6 +27,7 @@ import shlex
 import signal
 import time
 from pathlib import Path
+from typing import Any
 
 from schedlab.errors import ConfigError
 from schedlab.slurm.conf import Layout
@@ -67,7 +68,7 @@ def fresh_boot_argv(argv: list[str]) -> list[str]:
 
 
 # ----- requests -------------------------------------------------------------------------------------
-def send(layout: Layout, request: dict, *, timeout_s: float = 120.0) -> dict:
+def send(layout: Layout, request: dict[str, Any], *, timeout_s: float = 120.0) -> dict[str, Any]:
     """Hand ``request`` to the supervisor and wait for its reply. Raises :class:`ConfigError`
     when no supervisor runs, when it does not answer in time, or with the reason it refused."""
     pid = _supervisor_pid(layout)
@@ -87,14 +88,14 @@ def send(layout: Layout, request: dict, *, timeout_s: float = 120.0) -> dict:
             raise ConfigError(f"the sandbox's supervisor did not serve {request['action']} in {timeout_s:.0f} s; "
                               f"see {layout.logs / 'supervisor.log'}")  # fmt: skip
         time.sleep(0.05)
-    reply = json.loads(done.read_text())
+    reply: dict[str, Any] = json.loads(done.read_text())
     done.unlink(missing_ok=True)
     if not reply.get("ok"):
         raise ConfigError(reply.get("error") or f"the supervisor refused {request['action']}")
     return reply
 
 
-def pending(layout: Layout) -> list[tuple[Path, dict]]:
+def pending(layout: Layout) -> list[tuple[Path, dict[str, Any]]]:
     """Requests waiting for the supervisor, oldest first."""
     if not layout.requests.is_dir():
         return []
@@ -107,7 +108,7 @@ def pending(layout: Layout) -> list[tuple[Path, dict]]:
     return out
 
 
-def answer(path: Path, request: dict, *, ok: bool, error: str = "", **fields: object) -> None:
+def answer(path: Path, request: dict[str, Any], *, ok: bool, error: str = "", **fields: object) -> None:
     """Retire a served request; write its reply when the sender waits for one."""
     if request.get("reply"):
         tmp = path.with_suffix(".donetmp")

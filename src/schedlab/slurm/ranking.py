@@ -48,7 +48,7 @@ class StartOrder(WrappedPolicy):
         self.order: list[str] = []
 
     def _ctx(self, ctx: Context) -> Context:
-        return _RecordingContext(ctx, self.order)  # type: ignore[return-value]  # a Context by delegation
+        return _RecordingContext(ctx, self.order)
 
     def setup(self, ctx: Context) -> None:
         self.inner.setup(self._ctx(ctx))
@@ -66,18 +66,18 @@ class StartOrder(WrappedPolicy):
         self.inner.schedule(self._ctx(ctx))
 
 
-def rank(policy: str, pending: Workload, cluster: ClusterSpec, *, params: dict[str, Any] | None = None,
+def rank(policy: str, pending: Workload, cluster: ClusterSpec, *, params: Any = None,
          history: Workload | None = None, seed: int = 0) -> list[str]:  # fmt: skip
     """Job ids of ``pending`` best first, as ``policy`` would start them on an empty
-    ``cluster``; jobs it would never start follow in queue order."""
+    ``cluster``; jobs it would never start follow in queue order. ``params``: the policy's
+    parameters as :meth:`~schedlab.policies.registry.PolicyInfo.parse` returns them."""
     from schedlab.policies.registry import PolicyOptions, make_policy
     from schedlab.sim.engine import Simulation
 
     if len(pending) == 0:
         return []
-    options = PolicyOptions(params=params or {}, history=history, seed=seed,
-                            submissions=pending.jobs.loc[:, list(SUBMITTED_COLUMNS)])  # fmt: skip
-    inner = make_policy(policy, rng=np.random.default_rng(seed), options=options)
+    options = PolicyOptions(history=history, seed=seed, submissions=pending.jobs.loc[:, list(SUBMITTED_COLUMNS)])
+    inner = make_policy(policy, rng=np.random.default_rng(seed), params=params, options=options)
     recorder = StartOrder(inner)
     Simulation(pending, cluster, recorder, seed=seed).run()
     started = set(recorder.order)
@@ -99,14 +99,16 @@ def site_factors(order: list[str], known: Mapping[str, int] | None = None) -> di
     upper = TOP_FACTOR + FACTOR_STEP  # above the first job
     i = 0
     while i < len(order):
-        if kept[i] is not None:
-            out[order[i]] = upper = kept[i]
+        factor = kept[i]
+        if factor is not None:
+            out[order[i]] = upper = factor
             i += 1
             continue
         j = i
         while j < len(order) and kept[j] is None:
             j += 1
-        lower = kept[j] if j < len(order) else upper - (j - i + 1) * FACTOR_STEP
+        below = kept[j] if j < len(order) else None
+        lower = below if below is not None else upper - (j - i + 1) * FACTOR_STEP
         gap = (upper - lower) // (j - i + 1)
         if gap < 1:
             return {job: TOP_FACTOR - k * FACTOR_STEP for k, job in enumerate(order)}

@@ -19,14 +19,18 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
 
 from schedlab.errors import ConfigError
 from schedlab.slurm.client import QueueJob, SlurmClient, SlurmUnavailable
-from schedlab.slurm.conf import SlurmConf
+from schedlab.slurm.conf import Layout, SlurmConf
 from schedlab.workload.schema import Workload
+
+if TYPE_CHECKING:
+    from rich.console import Console
 
 TERMINAL = {"COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "NODE_FAIL", "OUT_OF_MEMORY", "PREEMPTED", "BOOT_FAIL",
             "DEADLINE"}  # fmt: skip
@@ -102,8 +106,8 @@ def plan(workload: Workload, conf: SlurmConf, *, speedup: float, rule: LimitRule
     return frame
 
 
-def sbatch_args(job: pd.Series | object) -> list[str]:
-    """The ``sbatch`` arguments of one planned job."""
+def sbatch_args(job: Any) -> list[str]:
+    """The ``sbatch`` arguments of one planned job: a row of :func:`plan`'s frame."""
     args = ["-J", job.name, "-p", job.partition, "-N", str(job.nodes), f"--gres=gpu:{job.gpus_per_node}",
             "-t", str(job.time_limit_min), "-o", "/dev/null", "-e", "/dev/null"]  # fmt: skip
     if job.account:
@@ -283,8 +287,8 @@ def timeseries(record: pd.DataFrame, conf: SlurmConf, speedup: float) -> pd.Data
     })  # fmt: skip
 
 
-def replay_and_record(layout, conf: SlurmConf, workload: Workload, *, speedup: float, rule: LimitRule,
-                      out_dir: Path, console, simulate: bool = True, seed: int = 0) -> dict:  # fmt: skip
+def replay_and_record(layout: Layout, conf: SlurmConf, workload: Workload, *, speedup: float, rule: LimitRule,
+                      out_dir: Path, console: Console, simulate: bool = True, seed: int = 0) -> dict[str, Any]:  # fmt: skip
     """Plan, submit and wait (with a progress bar on ``console``), then write ``replay.parquet``
     (real seconds), ``jobs.parquet``, ``timeseries.parquet`` and ``summary.json`` (trace
     seconds), ``sacct.json`` with accounting, ``replay.json``, and with ``simulate`` the
@@ -328,7 +332,7 @@ def replay_and_record(layout, conf: SlurmConf, workload: Workload, *, speedup: f
     write(out_dir, "timeseries.parquet", ts)
     summary = summarize(jobs, ts, policy="slurm (real)", extra={"cluster_gpus": total})
     write_summary(out_dir / "summary.json", summary)
-    result: dict = {"summary": summary, "wall_s": wall, "speedup": speedup, "start_epoch_s": t0,
+    result: dict[str, Any] = {"summary": summary, "wall_s": wall, "speedup": speedup, "start_epoch_s": t0,
                     "time_limit_rule": {"use_trace": rule.use_trace, "factor": rule.factor},
                     "slurm_conf": conf.settings, "source": workload.source}  # fmt: skip
     if simulate:

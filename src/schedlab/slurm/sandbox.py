@@ -24,6 +24,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from schedlab.errors import ConfigError
 from schedlab.slurm import power
@@ -45,8 +46,8 @@ class Sandbox:
 
     layout: Layout
     spec: SandboxSpec
-    state: dict
-    supervisor: subprocess.Popen | None = None
+    state: dict[str, Any]
+    supervisor: subprocess.Popen[bytes] | None = None
 
     @property
     def env(self) -> dict[str, str]:
@@ -87,7 +88,7 @@ def port_free(port: int) -> bool:
     return True
 
 
-def running_state(root: Path) -> dict | None:
+def running_state(root: Path) -> dict[str, Any] | None:
     """The sandbox state in ``root`` if its supervisor is alive, else None."""
     layout = Layout(root)
     if not layout.state_file.exists():
@@ -141,9 +142,9 @@ def _prepare(spec: SandboxSpec, layout: Layout) -> None:
     for sub in ("state", "log", "run", "db", "dev", "requests", "power"):
         shutil.rmtree(root / sub, ignore_errors=True)
         (root / sub).mkdir()
-    for sub in dict.fromkeys((layout.spool, layout.munge_socket.parent, layout.munge_key.parent)):
-        shutil.rmtree(sub, ignore_errors=True)
-        sub.mkdir(parents=True, mode=0o755)
+    for folder in dict.fromkeys((layout.spool, layout.munge_socket.parent, layout.munge_key.parent)):
+        shutil.rmtree(folder, ignore_errors=True)
+        folder.mkdir(parents=True, mode=0o755)
     layout.munge_socket.parent.chmod(0o755)  # munged needs execute on the socket's directory for every user
     layout.munge_key.write_bytes(os.urandom(1024))
     layout.munge_key.chmod(0o600)
@@ -174,7 +175,7 @@ def down(root: Path, *, timeout_s: float = 60.0) -> list[str]:
     return leftovers
 
 
-def _stop(layout: Layout, pid: int, proc: subprocess.Popen | None, *, timeout_s: float = 60.0) -> None:
+def _stop(layout: Layout, pid: int, proc: subprocess.Popen[bytes] | None, *, timeout_s: float = 60.0) -> None:
     os.kill(pid, signal.SIGTERM)
     deadline = time.monotonic() + timeout_s
     while alive(pid) and time.monotonic() < deadline:
@@ -255,7 +256,7 @@ def _signal(pid: int, sig: int) -> None:
         pass
 
 
-def status(root: Path) -> dict:
+def status(root: Path) -> dict[str, Any]:
     """The sandbox's state with which of its daemons still run."""
     layout = Layout(root.resolve())
     state = read_state(layout)

@@ -41,7 +41,7 @@ class ServedSlurm(WrappedPolicy):
 
     def __init__(self, scheduler: type[SlurmBuiltin], params: SlurmParams, cluster: ClusterSpec, *, policy: str,
                  interval_s: float, first_s: float = 0.0, epoch_s: float = 0.0,
-                 ranking_params: dict[str, Any] | None = None, history: Workload | None = None,
+                 ranking_params: Any = None, history: Workload | None = None,
                  seed: int = 0) -> None:  # fmt: skip
         super().__init__(scheduler(params, site_factor=self.factor))
         if not (interval_s > 0 and math.isfinite(interval_s)):
@@ -51,7 +51,7 @@ class ServedSlurm(WrappedPolicy):
         self.interval_s = interval_s
         self.first_s = first_s
         self.epoch_s = epoch_s
-        self.ranking_params = ranking_params or {}
+        self.ranking_params = ranking_params
         self.history = history
         self.seed = seed
         self.factors: dict[int, int] = {}  # the SiteFactor written for each job, by its index

@@ -18,7 +18,7 @@ import os
 import pwd
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -41,7 +41,7 @@ class ServeSettings:
     or ``history_file``, a ``sacct --json`` export (e.g. from another cluster), read once."""
 
     policy: str = "qssf"
-    params: dict[str, Any] = field(default_factory=dict)
+    params: Any = None  # the policy's parameters (PolicyInfo.parse); None: its defaults
     interval_s: float = 30.0
     apply: bool = False
     history_days: float = 30.0

@@ -63,7 +63,8 @@ class Store:
     def power_intent(self, now: float, node: str, action: str) -> int:
         """Note a power action before it is taken; returns its row id."""
         cur = self.db.execute("INSERT INTO power VALUES (?, ?, ?, 'intended')", (now, node, action))
-        return int(cur.lastrowid)
+        assert cur.lastrowid is not None
+        return cur.lastrowid
 
     def power_done(self, row: int, status: str) -> None:
         self.db.execute("UPDATE power SET status = ? WHERE rowid = ?", (status, row))

@@ -23,6 +23,7 @@ import socket
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from schedlab.errors import SchedlabError
@@ -42,7 +43,7 @@ class Supervisor:
     def __init__(self, root: Path) -> None:
         self.layout = Layout(root)
         self.spec: SandboxSpec = spec_from_state(read_state(self.layout))
-        self.children: list[tuple[str, subprocess.Popen]] = []
+        self.children: list[tuple[str, subprocess.Popen[bytes]]] = []
         self.argv: dict[str, list[str]] = {}
         self.stopped: dict[str, str] = {}  # daemon -> why: "powered down" or "stopped"
         self.stopping = False
@@ -118,7 +119,7 @@ class Supervisor:
                 self._update()
 
     # ----- starting ----------------------------------------------------------------------------
-    def _spawn(self, name: str, argv: list[str], *, fresh_boot: bool = False) -> subprocess.Popen:
+    def _spawn(self, name: str, argv: list[str], *, fresh_boot: bool = False) -> subprocess.Popen[bytes]:
         """Start ``name``; a daemon started before (stopped on request) keeps its place in the
         stopping order. ``fresh_boot``: a slurmd that reports its node as just booted."""
         out = open(self.layout.logs / f"{name.replace(' ', '-')}.out", "ab")  # noqa: SIM115 - the child keeps it
@@ -142,7 +143,7 @@ class Supervisor:
             self._update()
         return proc
 
-    def _wait(self, name: str, ready, timeout: float) -> None:
+    def _wait(self, name: str, ready: Callable[[], bool], timeout: float) -> None:
         """Wait until ``ready()`` holds; fail if the daemon exits or time runs out."""
         proc = dict(self.children).get(name)
         deadline = time.monotonic() + timeout
@@ -249,7 +250,7 @@ class Supervisor:
                 return candidate
         raise StartFailed(f"no daemon {name!r} in this sandbox (one of: {', '.join(self.argv)})")
 
-    def _running(self, name: str) -> subprocess.Popen | None:
+    def _running(self, name: str) -> subprocess.Popen[bytes] | None:
         proc = dict(self.children).get(name)
         return proc if proc is not None and proc.poll() is None else None
 
@@ -335,7 +336,7 @@ class Supervisor:
         except subprocess.TimeoutExpired:
             self.say("slurmctld did not answer while cancelling jobs")
 
-    def _reap(self, name: str, proc: subprocess.Popen) -> None:
+    def _reap(self, name: str, proc: subprocess.Popen[bytes]) -> None:
         try:
             proc.wait(timeout=GRACE_S)
         except subprocess.TimeoutExpired:

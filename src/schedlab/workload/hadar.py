@@ -155,7 +155,11 @@ def generate_hadar(n_jobs: int, *, seed: int, profile: HadarProfile = HadarProfi
     return Workload(jobs=canonical_frame(frame, source=source), source=source, origin=origin, meta=meta)
 
 
-def _from_trace(n_jobs: int, rng: np.random.Generator, profile: HadarProfile) -> tuple:
+# (category, GPUs, duration, model choice) per job, and the file they were drawn from
+_Draws = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, str]
+
+
+def _from_trace(n_jobs: int, rng: np.random.Generator, profile: HadarProfile) -> _Draws:
     """The ``trace`` reading: (category, GPUs, duration, model choice, file) of jobs drawn from the busy hours."""
     trace = read_trace(profile.trace_csv)
     lo, hi = profile.busy_hours
@@ -175,7 +179,7 @@ def _from_trace(n_jobs: int, rng: np.random.Generator, profile: HadarProfile) ->
     return category, gpus[pick], duration[pick], which, str(profile.trace_csv)
 
 
-def _uniform_categories(n_jobs: int, rng: np.random.Generator, profile: HadarProfile) -> tuple:
+def _uniform_categories(n_jobs: int, rng: np.random.Generator, profile: HadarProfile) -> _Draws:
     """The ``uniform`` reading: (category, GPUs, duration, model choice, file), the category drawn uniformly."""
     dist = read_distribution(profile.distribution_csv)
     duration = dist["duration_s"].to_numpy(dtype=float)

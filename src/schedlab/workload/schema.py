@@ -30,6 +30,7 @@ sorted by submit time (ties keep the trace's order), plus a little metadata.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -110,7 +111,7 @@ class Workload:
     source: str
     origin: pd.Timestamp | None = None
     skipped: dict[str, int] = field(default_factory=dict)
-    meta: dict[str, object] = field(default_factory=dict)
+    meta: dict[str, Any] = field(default_factory=dict)
     fields: dict[str, str] = field(default_factory=dict)
 
     def __len__(self) -> int:
@@ -213,7 +214,7 @@ def validate(jobs: pd.DataFrame, *, source: str) -> None:
 def _to_float(values: np.ndarray, col: str, source: str, rows: np.ndarray) -> np.ndarray:
     if values.dtype.kind in "fiub":
         return values.astype(np.float64, copy=False)
-    parsed = pd.to_numeric(pd.Series(values), errors="coerce").to_numpy(dtype=np.float64)
+    parsed: np.ndarray = pd.to_numeric(pd.Series(values), errors="coerce").to_numpy(dtype=np.float64)
     missing = np.flatnonzero(np.isnan(parsed))
     if missing.size:
         candidates = pd.Series(values[missing])
@@ -228,7 +229,8 @@ def _to_float(values: np.ndarray, col: str, source: str, rows: np.ndarray) -> np
 def _source_rows(df: pd.DataFrame) -> np.ndarray:
     if "source_row" not in df.columns:
         return np.arange(1, len(df) + 1, dtype=np.int64)
-    return df["source_row"].to_numpy(dtype=np.int64)
+    rows: np.ndarray = df["source_row"].to_numpy(dtype=np.int64)
+    return rows
 
 
 def shown(value: object) -> str:

@@ -27,6 +27,7 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from types import MappingProxyType
+from typing import Any, TypeVar
 
 import numpy as np
 import pandas as pd
@@ -71,7 +72,8 @@ class LognormalMix:
         """One draw per entry of ``comp``, each from the component it names."""
         n = comp.size
         mu = np.log(np.asarray(self.medians_s, dtype=float))[comp]
-        return np.exp(mu + np.asarray(self.sigmas, dtype=float)[comp] * rng.standard_normal(n))
+        draws: np.ndarray = np.exp(mu + np.asarray(self.sigmas, dtype=float)[comp] * rng.standard_normal(n))
+        return draws
 
 
 @dataclass(frozen=True)
@@ -585,7 +587,8 @@ class GfsA100Profile(GfsProfile):
         ratio = np.asarray(self.org_peak_ratio)[:, None]
         weekend_factor = np.asarray(self.org_weekend)[:, None]
         rate = np.where(peak[None, :], ratio, 1.0) * np.where(weekend[None, :], weekend_factor, 1.0)
-        return rate / rate.mean(axis=1, keepdims=True)
+        relative: np.ndarray = rate / rate.mean(axis=1, keepdims=True)
+        return relative
 
 
 PROFILES: Mapping[str, Profile | HadarProfile] = MappingProxyType(
@@ -620,11 +623,14 @@ def generate(
     fixed arrival rate instead of a target load: its window is ``n_jobs / jobs_per_day`` days and
     ``load`` is refused. Job ids are ``"<profile>-<i>"`` in submit order.
     """
-    if isinstance(PROFILES.get(profile), HadarProfile):
+    base = PROFILES.get(profile)
+    if base is None:
+        raise ConfigError(f"unknown workload profile {profile!r}; known: {sorted(PROFILES)}")
+    if isinstance(base, HadarProfile):
         if load is not None:
             raise ConfigError(f"profile {profile!r} submits every job at time 0: a load does not apply")
-        return generate_hadar(n_jobs, seed=seed, profile=_replaced(PROFILES[profile], overrides))
-    params = _resolve(profile, cluster_gpus, load, overrides)
+        return generate_hadar(n_jobs, seed=seed, profile=_replaced(base, overrides))
+    params = _resolve(base, cluster_gpus, load, overrides)
     if n_jobs < 1:
         raise ConfigError(f"n_jobs must be at least 1 (got {n_jobs})")
     if params.jobs_per_day is not None and load is not None:
@@ -670,10 +676,7 @@ def generate(
     return Workload(jobs=frame, source=f"synthetic:{params.name}", origin=origin, meta=meta)
 
 
-def _resolve(name: str, cluster_gpus: int | None, load: float | None, overrides: dict[str, object]) -> Profile:
-    if name not in PROFILES:
-        raise ConfigError(f"unknown workload profile {name!r}; known: {sorted(PROFILES)}")
-    base = PROFILES[name]
+def _resolve(base: Profile, cluster_gpus: int | None, load: float | None, overrides: dict[str, object]) -> Profile:
     changes = dict(overrides)
     if cluster_gpus is not None:
         changes["cluster_gpus"] = cluster_gpus
@@ -682,7 +685,10 @@ def _resolve(name: str, cluster_gpus: int | None, load: float | None, overrides:
     return _replaced(base, changes)
 
 
-def _replaced(base, changes: dict[str, object]):
+_P = TypeVar("_P", Profile, HadarProfile)
+
+
+def _replaced(base: _P, changes: Mapping[str, Any]) -> _P:
     """``base`` with ``changes``; an unknown field is a :class:`ConfigError`."""
     known = {f.name for f in dataclasses.fields(base)}
     unknown = sorted(set(changes) - known)
@@ -774,7 +780,8 @@ def _tenant_table(p: Profile, sizes: np.ndarray, rounds: int = 200) -> np.ndarra
         scale *= np.where(demand > 0, target / np.maximum(demand / demand.sum(), 1e-300), 1.0)
         scale /= scale.max()
     table = fits * scale[None, :]
-    return table / table.sum(axis=1, keepdims=True)
+    shares: np.ndarray = table / table.sum(axis=1, keepdims=True)
+    return shares
 
 
 def _shapes(rng: np.random.Generator, p: Profile, jc: JobClass, n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -817,7 +824,8 @@ _N_SIZE_CLASSES = 16  # GPU-count classes 2**-3 .. 2**12 that split a user's tem
 def _template_key(p: Profile, user: np.ndarray, template: np.ndarray, num_gpus: np.ndarray) -> np.ndarray:
     """One key per (user, template, GPU-count class): jobs sharing it share a name and a duration factor."""
     size_class = np.clip(np.floor(np.log2(num_gpus)).astype(int) + 3, 0, _N_SIZE_CLASSES - 1)
-    return (user * p.templates_per_user + template) * _N_SIZE_CLASSES + size_class
+    key: np.ndarray = (user * p.templates_per_user + template) * _N_SIZE_CLASSES + size_class
+    return key
 
 
 def _tenant_patterns(rng: np.random.Generator, p: Profile, origin: pd.Timestamp) -> np.ndarray:
@@ -836,7 +844,8 @@ def _tenant_patterns(rng: np.random.Generator, p: Profile, origin: pd.Timestamp)
     hours = np.arange(WEEK_H) + origin.day_of_week * 24 + origin.hour  # hours since a Monday 00:00
     daily = shape[(hours[None, :] - phase[:, None]) % 24]
     rate = (1.0 + amplitude[:, None] * (daily - 1.0)) * np.where((hours % WEEK_H) >= 120, weekend[:, None], 1.0)
-    return rate / rate.mean(axis=1, keepdims=True)
+    relative: np.ndarray = rate / rate.mean(axis=1, keepdims=True)
+    return relative
 
 
 def _arrival_times(rng: np.random.Generator, tenant: np.ndarray, patterns: np.ndarray, span_s: float) -> np.ndarray:
@@ -871,7 +880,8 @@ def _final_states(rng: np.random.Generator, p: Profile, gpu_time: np.ndarray) ->
     odds = np.asarray(p.state_weights)[None, :] * np.exp(np.asarray(p.state_tilts)[None, :] * q[:, None])
     cum = np.cumsum(odds, axis=1)
     u = rng.random(n) * cum[:, -1]
-    return np.minimum((cum < u[:, None]).sum(axis=1), len(p.states) - 1)
+    states: np.ndarray = np.minimum((cum < u[:, None]).sum(axis=1), len(p.states) - 1)
+    return states
 
 
 def _frame(p: Profile, jobs: dict[str, np.ndarray]) -> pd.DataFrame:
@@ -945,7 +955,8 @@ def _categorical(rng: np.random.Generator, probs: tuple[float, ...] | np.ndarray
 
 def _zipf(n: int, exponent: float) -> np.ndarray:
     weights = np.arange(1, n + 1, dtype=float) ** -exponent
-    return weights / weights.sum()
+    probs: np.ndarray = weights / weights.sum()
+    return probs
 
 
 def _apportion(n: int, shares: tuple[float, ...]) -> tuple[int, ...]:

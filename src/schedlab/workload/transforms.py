@@ -37,10 +37,13 @@ def time_window(w: Workload, start_s: float, end_s: float) -> Workload:
 
 def sample(w: Workload, n: int | None = None, frac: float | None = None, *, seed: int) -> Workload:
     """A uniform random subset of ``n`` jobs or of a fraction ``frac`` of them (exactly one of the two)."""
-    if (n is None) == (frac is None):
-        raise ConfigError("sample: give exactly one of n and frac")
     total = len(w.jobs)
-    size = n if n is not None else int(round(frac * total))
+    if n is not None and frac is None:
+        size = n
+    elif frac is not None and n is None:
+        size = int(round(frac * total))
+    else:
+        raise ConfigError("sample: give exactly one of n and frac")
     if not 0 <= size <= total:
         raise ConfigError(f"sample: cannot take {size} of {total} jobs")
     rng = np.random.default_rng(seed)
@@ -154,6 +157,6 @@ def _move(jobs: pd.DataFrame, new_submit: np.ndarray) -> None:
     jobs["submit_s"] = new_submit
 
 
-def _result(w: Workload, jobs: pd.DataFrame, record: dict[str, object]) -> Workload:
+def _result(w: Workload, jobs: pd.DataFrame, record: Mapping[str, object]) -> Workload:
     history = [*w.meta.get("transforms", []), record]
     return w.with_jobs(canonical_frame(jobs.reset_index(drop=True), source=w.source), transforms=history)

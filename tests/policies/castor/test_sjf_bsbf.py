@@ -14,6 +14,7 @@ from schedlab.experiments.run import RunSpec, WorkloadSpec, simulate_run
 from schedlab.policies.castor.build import CastorParams, xi_sources
 from schedlab.policies.castor.sjf_bsbf import SjfBsbf
 from schedlab.policies.common.placers import Consolidate
+from schedlab.policies.registry import POLICIES
 from schedlab.sim.config import SimConfig
 from schedlab.sim.engine import Simulation
 from schedlab.sim.iteration import CATALOGUE, assign, memory_mib
@@ -99,7 +100,7 @@ def test_registered_castor_runs_with_each_xi_source(shared_data: Path) -> None:
     lucid = str(shared_data / "lucid")
     w = WorkloadSpec(synthetic="simple", jobs=80, load=2.0, seed=1)
     for params in ({}, {"lucid": lucid}, {"lucid": lucid, "predictor": "tree"}):
-        s = simulate_run(RunSpec(w, "uniform:2x8", "castor", seed=1, params=params), None)
+        s = simulate_run(RunSpec(w, "uniform:2x8", "castor", seed=1, params=POLICIES["castor"].parse(params)), None)
         assert s["finished"] == 80 and s["colocated_jobs"] > 0, params
         assert s["castor"]["colocations"] * 2 >= s["colocated_jobs"] and s["castor"]["harmful_colocations"] == 0
 

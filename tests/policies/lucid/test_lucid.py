@@ -16,6 +16,7 @@ from schedlab.policies.common.placers import Consolidate
 from schedlab.policies.lucid.build import LucidParams, lucid_data
 from schedlab.policies.lucid.lucid import Lucid
 from schedlab.policies.lucid.scores import analyzer_scores, lookup, score_of_speed
+from schedlab.policies.registry import POLICIES
 from schedlab.sim.config import SimConfig
 from schedlab.sim.engine import Simulation
 from schedlab.sim.iteration import CATALOGUE, assign, memory_mib
@@ -140,7 +141,7 @@ def test_lucid_data_reads_the_artifact(shared_data: Path) -> None:
 
 def test_registered_lucid_runs_on_the_section9_cluster(shared_data: Path) -> None:
     spec = RunSpec(WorkloadSpec(synthetic="venus", jobs=200, seed=3), "uniform:16x8", "lucid", seed=3,
-                   params={"lucid": str(shared_data / "lucid"), "pas_threshold": "0"})  # fmt: skip
+                   params=POLICIES["lucid"].parse({"lucid": str(shared_data / "lucid"), "pas_threshold": "0"}))  # fmt: skip
     s = simulate_run(spec, None)
     assert s["finished"] == 200
     block = s["lucid"]

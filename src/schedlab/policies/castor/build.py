@@ -57,13 +57,13 @@ def xi_sources(params: CastorParams) -> tuple[XiSource, XiSource]:
     truth, decide = _unscaled_sources(params)
     if not params.xi_max:
         return truth, decide
-    scaled = ScaledXi.to_range(truth, truth.largest, params.xi_max)  # type: ignore[attr-defined]  # a run's xi is MeasuredXi or UtilisationXi, both have largest
+    scaled = ScaledXi.to_range(truth, truth.largest, params.xi_max)
     return scaled, scaled if decide is truth else ScaledXi(decide, scaled.k)
 
 
-def _unscaled_sources(params: CastorParams) -> tuple[XiSource, XiSource]:
+def _unscaled_sources(params: CastorParams) -> tuple[MeasuredXi | UtilisationXi, XiSource]:
     if not params.lucid:
-        truth: XiSource = UtilisationXi()
+        truth: MeasuredXi | UtilisationXi = UtilisationXi()
         return truth, truth
     folder = Path(params.lucid)
     pairs = read_pairs(folder / "data" / "colocate_info.csv")

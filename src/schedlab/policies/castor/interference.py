@@ -31,6 +31,7 @@ import pandas as pd
 
 from schedlab.errors import InputError
 from schedlab.policies.castor.tree import RegressionTree
+from schedlab.sim.colocation import XiSource
 from schedlab.sim.iteration import CATALOGUE
 
 UTIL_EXPONENT = 1.0
@@ -52,7 +53,7 @@ class UtilisationXi:
     def xi(self, model_a: str, batch_a: float, model_b: str, batch_b: float) -> float:
         ua = CATALOGUE[model_a].features(batch_a)[0] if model_a in CATALOGUE else 100.0
         ub = CATALOGUE[model_b].features(batch_b)[0] if model_b in CATALOGUE else 100.0
-        return max(1.0, (ua + ub) / 100.0) ** UTIL_EXPONENT
+        return float(max(1.0, (ua + ub) / 100.0) ** UTIL_EXPONENT)
 
 
 # Castor §3.3 (Fig. 3): "the interference ratios of different cases exhibit a wide range of up
@@ -64,13 +65,13 @@ class ScaledXi:
     """``xi' = 1 + k (xi - 1)``: a source's interference made ``k`` times stronger (or weaker);
     :meth:`to_range` picks ``k`` so that the source's largest ratio becomes ``xi_max``."""
 
-    def __init__(self, source: "MeasuredXi | UtilisationXi | TreeXi", k: float) -> None:
+    def __init__(self, source: XiSource, k: float) -> None:
         if not k >= 0:
             raise ValueError(f"interference scale must be >= 0, got {k!r}")
         self.source, self.k = source, k
 
     @classmethod
-    def to_range(cls, source: "MeasuredXi | UtilisationXi | TreeXi", largest: float, xi_max: float) -> "ScaledXi":
+    def to_range(cls, source: XiSource, largest: float, xi_max: float) -> "ScaledXi":
         """Scale ``source``, whose largest ratio is ``largest``, so that it reaches ``xi_max``."""
         if not xi_max >= 1:
             raise ValueError(f"xi_max must be >= 1, got {xi_max!r}")

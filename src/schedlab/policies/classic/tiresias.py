@@ -20,7 +20,7 @@ NSDI'19), the discretised two-dimensional least-attained-service scheduler (§3.
   not run is in Q0 and needs no promotion). ``promote_knob=inf`` disables it.
 * Preemptive: a higher-priority waiting job pauses lower-priority running ones (checkpointed,
   so no work is lost; the engine charges the restart cost), but not a restarted job before it
-  has progressed as long as its stall (:func:`schedlab.policies.common.queues.guard_ends`).
+  has progressed as long as its stall (:func:`schedlab.policies.common.preemptive.guard_ends`).
   With both rules a job whose queue threshold is shorter than the stall (128 GPUs cross
   3,250 GPU-s in 25 s; a pause costs 40 s) still progresses at every run instead of being
   demoted, paused and promoted again without end.
@@ -35,7 +35,7 @@ has no profiler to tell which are not; Tiresias' simulator counts free GPUs only
 Demotions and promotions happen between events, so each running job sets a timer for the
 instant it will cross its next threshold (counted from the end of its stall), and each paused
 job one for the instant it starves; both tell the scheduler through
-:meth:`~schedlab.policies.common.queues.PreemptiveScheduler.rekey`, as its priority contract
+:meth:`~schedlab.policies.common.preemptive.PreemptiveScheduler.rekey`, as its priority contract
 asks (keys change only at a start, a pause, a demotion or a promotion). Deviation: Tiresias' scheduler runs on a fixed interval
 (its simulator at every arrival, completion and queue change); here it runs at every event,
 every threshold crossing and every starvation limit, which is the same decisions without the
@@ -51,7 +51,7 @@ from dataclasses import dataclass
 
 from schedlab.errors import ConfigError
 from schedlab.policies.common.placers import Placer
-from schedlab.policies.common.queues import GUARD_ENDS, PreemptiveScheduler
+from schedlab.policies.common.preemptive import PreemptiveScheduler
 from schedlab.policies.params import help_field
 from schedlab.sim.job import RUNNING, Job
 from schedlab.sim.policy import Context
@@ -61,6 +61,8 @@ _DEMOTE, _PROMOTE = 0, 1  # timer kinds; a timer's payload is (job index, kind, 
 
 @dataclass(slots=True)
 class _LasState:
+    """Tiresias' bookkeeping of one active job."""
+
     level: int = 0
     seq: int = 0  # its place in its queue, among the running or among the waiting jobs
     ahead: bool = False  # running since before this round: ahead of the queue's waiting jobs
@@ -110,18 +112,22 @@ class Tiresias(PreemptiveScheduler):
         super().__init__("tiresias", self.queue_key, placer)
         self.thresholds = tuple(thresholds_gpu_s)
         self.promote_knob = promote_knob
+        self._las: dict[int, _LasState] = {}  # each active job's state, by arrival index
         self._entries = itertools.count(1)
         self._demoted_running: list[Job] = []  # demoted in this round's events while running
 
-    @staticmethod
-    def queue_key(ctx: Context, job: Job) -> tuple[int, int, int]:
+    def queue_key(self, ctx: Context, job: Job) -> tuple[int, int, int]:
         """(queue, 0 for a job ahead of the queue's waiting jobs else 1, place among those)."""
-        st: _LasState = job.data
+        st = self._las[job.idx]
         return (st.level, 0 if st.ahead else 1, st.seq)
 
     def on_arrival(self, ctx: Context, job: Job) -> None:
-        job.data = _LasState(seq=next(self._entries))
+        self._las[job.idx] = _LasState(seq=next(self._entries))
         super().on_arrival(ctx, job)
+
+    def on_finish(self, ctx: Context, job: Job) -> None:
+        super().on_finish(ctx, job)
+        del self._las[job.idx]
 
     def schedule(self, ctx: Context) -> None:
         super().schedule(ctx)
@@ -131,14 +137,14 @@ class Tiresias(PreemptiveScheduler):
         """After a round: the jobs demoted while running that it kept running are now ahead of
         their new queue's waiting jobs."""
         for job in self._demoted_running:
-            if job.state == RUNNING and not job.data.ahead:
-                job.data.ahead = True
-                job.data.seq = next(self._entries)  # behind the running jobs of its queue
+            if job.state == RUNNING and not (st := self._las[job.idx]).ahead:
+                st.ahead = True
+                st.seq = next(self._entries)  # behind the running jobs of its queue
                 self.rekey(ctx, job)
         self._demoted_running.clear()
 
     def started(self, ctx: Context, job: Job) -> None:
-        st: _LasState = job.data
+        st = self._las[job.idx]
         if st.paused_at == st.paused_at:  # not NaN: this wait counts towards delta_J
             st.waited_s += ctx.now - st.paused_at
         st.paused_at = math.nan
@@ -147,7 +153,7 @@ class Tiresias(PreemptiveScheduler):
         self._arm(ctx, job)
 
     def paused(self, ctx: Context, job: Job) -> None:
-        st: _LasState = job.data
+        st = self._las[job.idx]
         level = self._level(ctx, job)
         if level != st.level:
             self._enter(st, level)  # at the back of its new queue
@@ -170,27 +176,29 @@ class Tiresias(PreemptiveScheduler):
             st.seq = next(self._entries)
 
     def _level(self, ctx: Context, job: Job, slack: float = 0.0) -> int:
-        served = job.num_gpus * (ctx.executed(job) - job.data.executed_offset)
-        return max(job.data.level, bisect.bisect_right(self.thresholds, served + slack))
+        """The job's queue by its attained service since its last promotion (never one it has left)."""
+        st = self._las[job.idx]
+        served = job.num_gpus * (ctx.executed(job) - st.executed_offset)
+        return max(st.level, bisect.bisect_right(self.thresholds, served + slack))
 
     def _arm(self, ctx: Context, job: Job) -> None:
         """Timer for the instant the running job crosses its next threshold (and leaves its queue)."""
-        st: _LasState = job.data
+        st = self._las[job.idx]
         st.token += 1
         if st.level < len(self.thresholds):
             left = self.thresholds[st.level] / job.num_gpus - (ctx.executed(job) - st.executed_offset)
             ctx.set_timer(max(ctx.now, job.stall_until) + max(left, 0.0), (job.idx, _DEMOTE, st.token))
 
     def on_timer(self, ctx: Context, payload: object) -> bool:
-        if payload == GUARD_ENDS:
+        if not isinstance(payload, tuple):
             return bool(super().on_timer(ctx, payload))
-        idx, kind, token = payload  # type: ignore[misc]
-        job = self.active.get(idx)
-        if job is None or job.data.token != token:
+        idx, kind, token = payload
+        st = self._las.get(idx)
+        if st is None or st.token != token:
             return False
+        job = self.active[idx]
         if kind == _PROMOTE:
             return self._promote(ctx, job)
-        st: _LasState = job.data
         level = self._level(ctx, job, slack=1e-6)
         if level != st.level:
             self._enter(st, level)
@@ -202,7 +210,7 @@ class Tiresias(PreemptiveScheduler):
 
     def _promote(self, ctx: Context, job: Job) -> bool:
         """Starvation avoidance: back to Q0, t_J and delta_J reset."""
-        st: _LasState = job.data
+        st = self._las[job.idx]
         if job.state == RUNNING or st.level == 0:
             return False
         self._enter(st, 0)

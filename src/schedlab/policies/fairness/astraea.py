@@ -84,6 +84,8 @@ class AstraeaParams:
 class Astraea(LeaseScheduler):
     """Lowest tenant LTGF index first, then lowest job LTGF index, on leases."""
 
+    ledger: Ledger  # made by setup
+
     def __init__(self, placer: Placer, *, lease_s: float = ARTIFACT_LEASE_S,
                  starvation_s: float = ARTIFACT_STARVATION_S, window_s: float = ARTIFACT_WINDOW_S,
                  tick_s: float = ARTIFACT_TICK_S, shares: Mapping[str, float] | None = None,
@@ -93,7 +95,6 @@ class Astraea(LeaseScheduler):
         if not window_s > 0:
             raise ConfigError(f"astraea: window_s must be > 0, got {window_s!r}")
         self.window_s = window_s
-        self.ledger: Ledger | None = None
 
     def setup(self, ctx: Context) -> None:
         self.ledger = Ledger(float(ctx.cluster.total_gpus), self.weight, window_s=self.window_s)
@@ -102,13 +103,14 @@ class Astraea(LeaseScheduler):
         self.ledger.advance(ctx.now)
 
     def arrived(self, ctx: Context, job: Job) -> None:
-        job.data.baseline = self.ledger.arrive(job.data.group, job.num_gpus)
+        st = self.states[job.idx]
+        st.baseline = self.ledger.arrive(st.group, job.num_gpus)
 
     def finished(self, ctx: Context, job: Job) -> None:
-        self.ledger.leave(job.data.group, job.num_gpus)
+        self.ledger.leave(self.states[job.idx].group, job.num_gpus)
 
     def holds(self, ctx: Context, job: Job, gpus: float) -> None:
-        self.ledger.hold(job.data.group, gpus)
+        self.ledger.hold(self.states[job.idx].group, gpus)
 
     def tenant_index(self, tenant: str, next_gpus: float = 0.0) -> float:
         """Window used / deserved GPU-time, with the next lease counted at ``next_gpus`` held."""
@@ -119,11 +121,12 @@ class Astraea(LeaseScheduler):
 
     def job_index(self, ctx: Context, job: Job) -> float:
         """GPU-time served since arrival / deserved since arrival (0 before anything is deserved)."""
-        deserved = self.ledger.job_deserved(job.data.group, job.num_gpus, job.data.baseline)
+        st = self.states[job.idx]
+        deserved = self.ledger.job_deserved(st.group, job.num_gpus, st.baseline)
         return ctx.attained(job) / deserved if deserved > 0 else 0.0
 
     def group_key(self, ctx: Context, group: str, next_gpus: float) -> float:
         return self.tenant_index(group, next_gpus)
 
-    def job_key(self, ctx: Context, job: Job) -> tuple:
+    def job_key(self, ctx: Context, job: Job) -> tuple[float, float, int]:
         return (self.job_index(ctx, job), job.submit, job.idx)

@@ -47,17 +47,18 @@ class FairShare(LeaseScheduler):
     def group_key(self, ctx: Context, group: str, next_gpus: float) -> float:
         return next_gpus / self.weight(group)
 
-    def job_key(self, ctx: Context, job: Job) -> tuple:
+    def job_key(self, ctx: Context, job: Job) -> tuple[float, int]:
         return (job.submit, job.idx)
 
 
 class GandivaFair(LeaseScheduler):
     """Stride scheduling of GPU-time over tenant tickets; least-attained job first in a tenant."""
 
+    ledger: Ledger  # made by setup
+
     def __init__(self, placer: Placer, *, lease_s: float = 900.0, tick_s: float = 10.0,
                  shares: Mapping[str, float] | None = None) -> None:  # fmt: skip
         super().__init__("gandiva-fair", placer, lease_s=lease_s, tick_s=tick_s, shares=shares)
-        self.ledger: Ledger | None = None
         self.lift: dict[str, float] = {}  # GPU-s added when a tenant re-enters
 
     def setup(self, ctx: Context) -> None:
@@ -72,7 +73,7 @@ class GandivaFair(LeaseScheduler):
         return used / self.weight(tenant)
 
     def arrived(self, ctx: Context, job: Job) -> None:
-        tenant = job.data.group
+        tenant = self.states[job.idx].group
         if self.ledger.jobs[tenant] == 0:
             active = [self.pass_value(t) for t, n in self.ledger.jobs.items() if n > 0]
             behind = min(active, default=0.0) - self.pass_value(tenant)
@@ -81,13 +82,13 @@ class GandivaFair(LeaseScheduler):
         self.ledger.arrive(tenant, job.num_gpus)
 
     def finished(self, ctx: Context, job: Job) -> None:
-        self.ledger.leave(job.data.group, job.num_gpus)
+        self.ledger.leave(self.states[job.idx].group, job.num_gpus)
 
     def holds(self, ctx: Context, job: Job, gpus: float) -> None:
-        self.ledger.hold(job.data.group, gpus)
+        self.ledger.hold(self.states[job.idx].group, gpus)
 
     def group_key(self, ctx: Context, group: str, next_gpus: float) -> float:
         return self.pass_value(group, next_gpus)
 
-    def job_key(self, ctx: Context, job: Job) -> tuple:
+    def job_key(self, ctx: Context, job: Job) -> tuple[float, float, int]:
         return (ctx.attained(job), job.submit, job.idx)

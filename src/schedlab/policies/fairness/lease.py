@@ -41,8 +41,9 @@ import heapq
 import math
 from abc import ABC, abstractmethod
 from collections import defaultdict
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from typing import cast
 
 from sortedcontainers import SortedList
 
@@ -53,11 +54,13 @@ from schedlab.sim.policy import Context, Policy
 
 _LEASE, _STARVE = 0, 1
 BLOCK_RULES = ("starving", "any")  # which job not taken stops its group for the round
+Rank = tuple[int, float | tuple[float, ...], int]  # a candidate's: (0, waiting since, idx) if starving, else (1, job key, idx)
 
 
 @dataclass(slots=True)
 class LeaseState:
-    """A job's bookkeeping: its group, when it last became pending, its live lease timer."""
+    """A job's bookkeeping from its arrival to its finish: its group, when it last became
+    pending, its live lease timer."""
 
     group: str
     waiting_since: float
@@ -93,6 +96,7 @@ class LeaseScheduler(Policy, ABC):
         self.held: defaultdict[str, float] = defaultdict(float)  # GPUs held by the group's running jobs
         self.waiting = SortedList()  # (waiting since, idx) of pending jobs
         self.jobs: dict[int, Job] = {}
+        self.states: dict[int, LeaseState] = {}  # of the jobs in ``jobs``, by arrival index
 
     # -- what subclasses define -------------------------------------------------------------
     def group_of(self, job: Job) -> str:
@@ -109,14 +113,15 @@ class LeaseScheduler(Policy, ABC):
         lease if the round ended now (its unexpired jobs plus what the round granted it)."""
 
     @abstractmethod
-    def job_key(self, ctx: Context, job: Job) -> tuple:
+    def job_key(self, ctx: Context, job: Job) -> tuple[float, ...]:
         """Rank of a candidate job inside its group, lowest served first."""
 
     def arrived(self, ctx: Context, job: Job) -> None:
-        """Hook: a job arrived (its ``job.data`` is set)."""
+        """Hook: a job arrived (its state in :attr:`states` is set)."""
 
     def finished(self, ctx: Context, job: Job) -> None:
-        """Hook: a job finished (its GPUs are already released through :meth:`holds`)."""
+        """Hook: a job finished (its GPUs are already released through :meth:`holds`; its
+        state in :attr:`states` goes after this call)."""
 
     def holds(self, ctx: Context, job: Job, gpus: float) -> None:
         """Hook: the job's group now holds ``gpus`` more GPUs (negative on a pause)."""
@@ -127,27 +132,28 @@ class LeaseScheduler(Policy, ABC):
     # -- events -------------------------------------------------------------------------------
     def on_arrival(self, ctx: Context, job: Job) -> None:
         self.advance(ctx)
-        job.data = LeaseState(self.group_of(job), ctx.now)
+        self.states[job.idx] = LeaseState(self.group_of(job), ctx.now)
         self.jobs[job.idx] = job
         self._wait(ctx, job)
         self.arrived(ctx, job)
 
     def on_finish(self, ctx: Context, job: Job) -> None:
         self.advance(ctx)
-        st: LeaseState = job.data
+        st = self.states[job.idx]
         if st.expired:
             self._unexpire(job)
         self.held[st.group] -= job.num_gpus
         self.holds(ctx, job, -job.num_gpus)
         del self.jobs[job.idx]
         self.finished(ctx, job)
+        del self.states[job.idx]
 
     def on_timer(self, ctx: Context, payload: object) -> bool:
-        kind, idx, mark = payload  # type: ignore[misc]
+        kind, idx, mark = cast(tuple[int, int, float], payload)  # (kind, job, lease number or wait start)
         job = self.jobs.get(idx)
         if job is None:
             return False
-        st: LeaseState = job.data
+        st = self.states[idx]
         if kind == _LEASE:
             if job.state != RUNNING or st.lease != mark or st.expired:
                 return False
@@ -206,7 +212,8 @@ class LeaseScheduler(Policy, ABC):
         state = ctx.state
         return sum(state.node_gpus[n] for g in ctx.groups_of(job) for n in g.nodes if state.on[n])
 
-    def _rank(self, ctx: Context, budget: dict[str, float], admit, *, with_expired: bool) -> list[Job]:
+    def _rank(self, ctx: Context, budget: dict[str, float], admit: Callable[[Context, Job], bool], *,
+              with_expired: bool) -> list[Job]:  # fmt: skip
         """The two phases within ``budget`` (GPUs per pool); a job within the budget is taken if
         ``admit(ctx, job)`` (stage 1: any, deciding by count which expired jobs go on; stage 2:
         placed and started). Inside a group its starving jobs come first, oldest first; a group
@@ -221,12 +228,12 @@ class LeaseScheduler(Policy, ABC):
             if job.num_gpus > budget[pool] or not admit(ctx, job):
                 return False
             chosen.append(job)
-            granted[job.data.group] += job.num_gpus
+            granted[self.states[job.idx].group] += job.num_gpus
             budget[pool] -= job.num_gpus
             return True
 
-        def entry(job: Job) -> tuple:
-            since = job.data.waiting_since
+        def entry(job: Job) -> Rank:
+            since = self.states[job.idx].waiting_since
             starving = job.state != RUNNING and since <= starve_before
             return (0, since, job.idx) if starving else (1, self.job_key(ctx, job), job.idx)
 
@@ -240,7 +247,7 @@ class LeaseScheduler(Policy, ABC):
         groups = sorted(set(self.pending) | set(self.expired)) if with_expired else sorted(self.pending)
         heap = [(self.group_key(ctx, g, next_gpus(g)), g) for g in groups]
         heapq.heapify(heap)
-        queues: dict[str, list] = {}
+        queues: dict[str, list[Rank]] = {}
         while heap and any(v > 0 for v in budget.values()):
             _, group = heapq.heappop(heap)
             queue = queues.get(group)
@@ -262,7 +269,7 @@ class LeaseScheduler(Policy, ABC):
 
     # -- state changes --------------------------------------------------------------------------
     def _wait(self, ctx: Context, job: Job) -> None:
-        st: LeaseState = job.data
+        st = self.states[job.idx]
         st.waiting_since = ctx.now
         self.pending[st.group][job.idx] = job
         self.waiting.add((ctx.now, job.idx))
@@ -270,7 +277,7 @@ class LeaseScheduler(Policy, ABC):
             ctx.set_timer(ctx.now + self.starvation_s, (_STARVE, job.idx, ctx.now))
 
     def _started(self, ctx: Context, job: Job) -> None:
-        st: LeaseState = job.data
+        st = self.states[job.idx]
         pending = self.pending[st.group]
         del pending[job.idx]
         if not pending:
@@ -282,7 +289,7 @@ class LeaseScheduler(Policy, ABC):
 
     def _lease(self, ctx: Context, job: Job, *, renew: bool) -> None:
         """A new lease from the end of the start's stall, at least as long as the stall."""
-        st: LeaseState = job.data
+        st = self.states[job.idx]
         if st.expired:
             self._unexpire(job)
         stall = 0.0 if renew else max(0.0, job.stall_until - ctx.now)
@@ -293,7 +300,7 @@ class LeaseScheduler(Policy, ABC):
         ctx.set_timer(end, (_LEASE, job.idx, st.lease))
 
     def _unexpire(self, job: Job) -> None:
-        st: LeaseState = job.data
+        st = self.states[job.idx]
         expired = self.expired[st.group]
         del expired[job.idx]
         if not expired:
@@ -302,7 +309,7 @@ class LeaseScheduler(Policy, ABC):
 
     def _pause(self, ctx: Context, job: Job) -> None:
         self._unexpire(job)
-        st: LeaseState = job.data
+        st = self.states[job.idx]
         ctx.pause(job)
         self.held[st.group] -= job.num_gpus
         self.holds(ctx, job, -job.num_gpus)

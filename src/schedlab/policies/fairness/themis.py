@@ -43,5 +43,5 @@ class Themis(LeaseScheduler):
         ideal = job.work * max(1.0, job.num_gpus * len(ctx.active) / gpus) if gpus > 0 else float("inf")
         return (ctx.now - job.submit + ctx.remaining(job)) / ideal if ideal > 0 else 0.0
 
-    def job_key(self, ctx: Context, job: Job) -> tuple:
+    def job_key(self, ctx: Context, job: Job) -> tuple[float, float, int]:
         return (-self.rho(ctx, job), job.submit, job.idx)

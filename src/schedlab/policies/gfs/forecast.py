@@ -40,8 +40,9 @@ import pandas as pd
 from schedlab.errors import ConfigError
 from schedlab.extras import require
 from schedlab.policies.gfs.sqa import Key, WeeklyPeak, sum_by_model
-from schedlab.predict.demand_series import HOUR_S, NOMINAL_START, DemandSeries
+from schedlab.predict.demand_series import NOMINAL_START, DemandSeries
 from schedlab.predict.orglinear import OrgForecast, OrgLinear, OrgLinearConfig
+from schedlab.units import HOUR_S
 
 # In-simulation default: a day of look-back, a horizon covering H <= 4 h from a forecast up
 # to ``refresh_h`` - 1 hours old, every window of the training span (stride 1) for the offline
@@ -113,13 +114,13 @@ class OrgLinearForecaster:
         window = self._window(horizon_h)
         if window is None:
             return bounds
-        first, last = window
+        forecast, first, last = window
         quantiles = self._bound_cache.get(p)
         if quantiles is None:
-            quantiles = self._bound_cache[p] = self._forecast.upper_bound(p).to_numpy().T
+            quantiles = self._bound_cache[p] = forecast.upper_bound(p).to_numpy().T
         peak = quantiles[:, first : last + 1].max(axis=1)
         keys = list(self._index)
-        for col, value in zip(self._forecast.orgs, peak):
+        for col, value in zip(forecast.orgs, peak):
             bounds[keys[int(col)]] = float(value)
         return bounds
 
@@ -132,9 +133,9 @@ class OrgLinearForecaster:
         window = self._window(horizon_h)
         if self.settings.pooling == "org" or window is None:
             return sum_by_model(self.upper_bound(p, horizon_h))
-        first, last = window
+        forecast, first, last = window
         keys = list(self._index)
-        forecast_keys = [keys[int(col)] for col in self._forecast.orgs]
+        forecast_keys = [keys[int(col)] for col in forecast.orgs]
         models = sorted({model for model, _org in forecast_keys})
         pooled = self._bound_cache.get(("model", p))
         if pooled is None:
@@ -142,7 +143,7 @@ class OrgLinearForecaster:
             member = np.zeros((len(models), len(forecast_keys)))
             member[[row[m] for m, _ in forecast_keys], np.arange(len(forecast_keys))] = 1.0
             z = NormalDist().inv_cdf(p)
-            quantile = member @ self._forecast.mean + z * np.sqrt(member @ self._forecast.var)
+            quantile = member @ forecast.mean + z * np.sqrt(member @ forecast.var)
             pooled = self._bound_cache[("model", p)] = np.maximum(quantile, 0.0)
         out = dict(zip(models, map(float, pooled[:, first : last + 1].max(axis=1))))
         covered = set(forecast_keys)
@@ -151,14 +152,14 @@ class OrgLinearForecaster:
                 out[key[0]] = out.get(key[0], 0.0) + bound
         return out
 
-    def _window(self, horizon_h: float) -> tuple[int, int] | None:
-        """Columns of the current forecast from this hour to ``now + H`` (None: no forecast)."""
+    def _window(self, horizon_h: float) -> tuple[OrgForecast, int, int] | None:
+        """The current forecast and its columns from this hour to ``now + H`` (None: no forecast)."""
         if self._forecast is None or self.model is None:
             return None
         first = int(self.now // HOUR_S) - self._forecast_hour
         last = int(math.floor((self.now + horizon_h * HOUR_S) / HOUR_S)) - self._forecast_hour
         last = min(last, self.settings.model.horizon - 1)
-        return (first, last) if 0 <= first <= last else None
+        return (self._forecast, first, last) if 0 <= first <= last else None
 
     @property
     def stats(self) -> dict[str, float | int]:
@@ -195,7 +196,8 @@ class OrgLinearForecaster:
         n = len(self._hours)
         if n < c.lookback + c.horizon:
             return
-        if not self.trained_hours or n - self.trained_hours[-1] >= s.retrain_h:
+        model = self.model
+        if model is None or n - self.trained_hours[-1] >= s.retrain_h:
             hours = min(n, s.train_h)
             windows = len(self._index) * (hours - c.lookback - c.horizon + 1)
             stride = max(c.stride, math.ceil(windows / s.max_windows))  # a bounded training cost
@@ -205,6 +207,6 @@ class OrgLinearForecaster:
             self.train_seconds += model.train_seconds
             self._forecast_hour = -1
         if self._forecast_hour < 0 or n - self._forecast_hour >= s.refresh_h:
-            self._forecast = self.model.forecast(self._series(c.lookback))
+            self._forecast = model.forecast(self._series(c.lookback))
             self._forecast_hour = n
             self._bound_cache = {}

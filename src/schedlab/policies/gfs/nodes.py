@@ -19,19 +19,21 @@ list ends instead of scanning the bucket.
 from __future__ import annotations
 
 from collections import deque
+from collections.abc import Iterable
 
 from sortedcontainers import SortedList
 
-from schedlab.cluster.state import ClusterState
+from schedlab.cluster.state import Group
 from schedlab.sim.job import Job
+from schedlab.sim.policy import ClusterView
 from schedlab.units import HOUR_S
 
 
 class NodeBook:
-    """Spot occupancy, eviction risk and the special-node index of one cluster state."""
+    """Spot occupancy, eviction risk and the special-node index over a run's cluster view."""
 
     def __init__(
-        self, state: ClusterState, *, gamma: float, penalty_base: float, eviction_aware: bool,
+        self, state: ClusterView, *, gamma: float, penalty_base: float, eviction_aware: bool,
         short_h: float = 1.0, long_h: float = 24.0,
     ) -> None:  # fmt: skip
         self.state = state
@@ -58,7 +60,7 @@ class NodeBook:
         """Circuit breaker open: no spot job may be placed on ``node``."""
         return self.risk[node] >= 1.0
 
-    def gpus_in(self, groups) -> int:
+    def gpus_in(self, groups: Iterable[Group]) -> int:
         """GPUs of the powered-on nodes of ``groups`` (cached until a group's node set changes)."""
         total = 0
         for g in groups:

@@ -33,6 +33,7 @@ every ``eta_every_s``, see :mod:`.sqa`) it also applies eq. 11 to each model's `
 
 from __future__ import annotations
 
+import math
 import time
 from array import array
 from dataclasses import dataclass
@@ -41,8 +42,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from schedlab.cluster.state import Group, Held
 from schedlab.errors import ConfigError
-from schedlab.policies.common.queues import ClassQueues, job_shape
+from schedlab.policies.common.queues import ClassQueues, Key, job_shape
 from schedlab.policies.gfs import pts
 from schedlab.policies.gfs.nodes import NodeBook
 from schedlab.policies.gfs.sqa import (DemandForecaster, SpotLedger, SpotQuota, SpotRuns, SqaConfig, inventory, spot_waits,
@@ -89,6 +91,8 @@ def queue_order(job: Job) -> tuple[float, float, float]:
 class GFS(Policy):
     """GFS over an injected HP demand ``forecaster`` (see :class:`.sqa.DemandForecaster`)."""
 
+    book: NodeBook  # made by setup
+
     def __init__(
         self, name: str, forecaster: DemandForecaster, *, sqa: SqaConfig | None = None,
         pts_config: PtsConfig | None = None, seed: int = 0,
@@ -102,10 +106,11 @@ class GFS(Policy):
         self.guarantee_s = self.sqa.guarantee_h * 3600.0
         self.ledger = SpotLedger(self.guarantee_s)
         self.pending = ClassQueues(queue_order)
-        self.blocked: set[tuple] = set()  # HP shapes no preemption could place, until a finish
+        self.blocked: set[Key] = set()  # HP shapes no preemption could place, until a finish
         self.spot_held: dict[str, float] = {}
         self.spot_running: dict[int, tuple[float, str, float]] = {}  # idx -> (start, model, GPUs)
-        self.model_of: dict[int, str] = {}
+        self.model_of: dict[int, str] = {}  # running jobs' GPU model
+        self.alloc_of: dict[int, Held] = {}  # running jobs' allocation
         self.spot_starts: list[tuple[float, str, float]] = []  # (start, model, wait) of spot runs, last H only
         self.violations: dict[int, int] = {}
         self.decision_s = array("d")
@@ -113,8 +118,7 @@ class GFS(Policy):
         self.wait_trace: list[tuple[float, str, float]] = []  # (time, model, l fed to eq. 11)
         self.bound_trace: list[tuple[float, str, float, float]] = []  # (time, model, eq. 9 demand bound, HP GPUs in use)
         self.next_eta_s = 0.0
-        self.book: NodeBook | None = None
-        self.first_arrival: float | None = None
+        self.first_arrival = math.inf  # when the first job arrived
 
     # ----- callbacks -----------------------------------------------------------------------
     def setup(self, ctx: Context) -> None:
@@ -126,21 +130,21 @@ class GFS(Policy):
         ctx.set_timer(ctx.now + self.sqa.update_s, (_TICK,))
 
     def on_arrival(self, ctx: Context, job: Job) -> None:
-        if self.first_arrival is None:
-            self.first_arrival = ctx.now
+        self.first_arrival = min(self.first_arrival, ctx.now)
         self._enqueue(job)
 
     def on_finish(self, ctx: Context, job: Job) -> None:
         self.blocked.clear()
         model = self.model_of.pop(job.idx)
+        alloc = self.alloc_of.pop(job.idx)
         if job.cls == SPOT:
             self.ledger.runs_of(model).end(ctx.now, evicted=False)
             self.spot_running.pop(job.idx)
             self.spot_held[model] -= job.num_gpus
-            self.book.remove_spot(job, job.data)
+            self.book.remove_spot(job, alloc)
         else:
             self.ledger.add_demand((model, job.tenant), -job.num_gpus)
-        for node, _gids in job.data:
+        for node, _gids in alloc:
             self.book.touch(node)
 
     def on_timer(self, ctx: Context, payload: object) -> bool:
@@ -201,13 +205,13 @@ class GFS(Policy):
     def _drain(self, ctx: Context, *, spot: bool) -> None:
         self.pending.drain(lambda job, key: self._timed_decide(ctx, job, key, spot), spot=spot)
 
-    def _timed_decide(self, ctx: Context, job: Job, key: tuple, spot: bool) -> bool:
+    def _timed_decide(self, ctx: Context, job: Job, key: Key, spot: bool) -> bool:
         t0 = time.perf_counter()
         started = self._decide(ctx, job, key, spot)
         self.decision_s.append(time.perf_counter() - t0)
         return started
 
-    def _decide(self, ctx: Context, job: Job, key: tuple, spot: bool) -> bool:
+    def _decide(self, ctx: Context, job: Job, key: Key, spot: bool) -> bool:
         groups = ctx.groups_of(job)
         if spot and not self.quota.admits(job.gpu_type, self._held(job.gpu_type), job.num_gpus):
             return False
@@ -228,7 +232,7 @@ class GFS(Policy):
     def _held(self, model: str) -> float:
         return sum(self.spot_held.values()) if model == "" else self.spot_held.get(model, 0.0)
 
-    def _preempt_for(self, ctx: Context, job: Job, groups) -> list[tuple[int, int]] | None:
+    def _preempt_for(self, ctx: Context, job: Job, groups: tuple[Group, ...]) -> list[tuple[int, int]] | None:
         plan = pts.plan_preemption(
             ctx, self.book, groups, job, cost_aware=self.pts.cost_aware,
             finished=sum(r.finished for r in self.runs.values()), evicted=sum(r.evicted for r in self.runs.values()),
@@ -243,7 +247,7 @@ class GFS(Policy):
 
     def _start(self, ctx: Context, job: Job, alloc: list[tuple[int, int]]) -> None:
         ctx.start(job, alloc)
-        job.data = job.alloc
+        self.alloc_of[job.idx] = job.alloc
         model = job.gpu_type or ctx.state.node_type[alloc[0][0]]
         self.model_of[job.idx] = model
         if job.cls == SPOT:
@@ -264,6 +268,7 @@ class GFS(Policy):
         else:
             ctx.preempt(victim)
         model = self.model_of.pop(victim.idx)
+        del self.alloc_of[victim.idx]
         self.spot_running.pop(victim.idx)
         self.spot_held[model] -= victim.num_gpus
         self.book.remove_spot(victim, alloc)

@@ -37,7 +37,10 @@ for HP jobs Algorithm 1 could not place.
 
 from __future__ import annotations
 
+from collections.abc import Iterator, Sequence
+
 import numpy as np
+from sortedcontainers import SortedList
 
 from schedlab.cluster.state import Group
 from schedlab.policies.gfs.nodes import NodeBook
@@ -46,6 +49,8 @@ from schedlab.sim.job import Job
 from schedlab.sim.policy import Context
 
 Alloc = list[tuple[int, int]]
+RankKey = tuple[int, int, float, int]  # Score1, Score2, Score3 (lower is better), node
+Option = tuple[int, int, list[tuple[Job, int]]]  # a node, its room without victims, its spot jobs
 _FRACTIONS = BestFit()
 
 
@@ -78,7 +83,7 @@ def place(book: NodeBook, groups: tuple[Group, ...], job: Job, *, spot: bool, sc
     return place_pods(book, groups, pod, pods, spot=spot, scored=scored)
 
 
-def rank_key(book: NodeBook, node: int, free: int, *, spot: bool, scored: bool, own: int = 0) -> tuple:
+def rank_key(book: NodeBook, node: int, free: int, *, spot: bool, scored: bool, own: int = 0) -> RankKey:
     """Algorithm 1, line 12 (lower is better): Score1, Score2, Score3, then the node id.
     ``free`` is the node's idle GPUs and ``own`` the GPUs this job already took there (they
     count for its class)."""
@@ -105,6 +110,7 @@ def best_node(book: NodeBook, groups: tuple[Group, ...], need: int, *, spot: boo
 
 
 def _bucket_best(book: NodeBook, g: Group, k: int, spot: bool) -> int | None:
+    node: int  # the special-node index holds (-spot GPUs, risk, node)
     gid = book.state.node_group[g.nodes[0]]
     special = book.index[gid].get(k)
     bucket = g.buckets[k]
@@ -125,7 +131,7 @@ def _bucket_best(book: NodeBook, g: Group, k: int, spot: bool) -> int | None:
                 if not book.blocked(node):
                     return node
         return None
-    candidates = [special[-1][2]] if special else []  # fewest spot GPUs, then highest risk
+    candidates: list[int] = [special[-1][2]] if special else []  # fewest spot GPUs, then highest risk
     plain = _first_plain(book, bucket, special)
     if plain is not None:
         candidates.append(plain)
@@ -134,7 +140,7 @@ def _bucket_best(book: NodeBook, g: Group, k: int, spot: bool) -> int | None:
     return min(candidates, key=lambda n: rank_key(book, n, k, spot=False, scored=True))
 
 
-def _first_plain(book: NodeBook, bucket, special) -> int | None:
+def _first_plain(book: NodeBook, bucket: list[int], special: SortedList | None) -> int | None:
     """The lowest-id node of a bucket that holds no spot GPUs and carries no risk."""
     if special is not None and len(special) >= len(bucket):
         return None
@@ -148,7 +154,7 @@ def place_pods(book: NodeBook, groups: tuple[Group, ...], pod: int, pods: int, *
     state = book.state
     taken: dict[int, int] = {}
     for _ in range(pods):
-        best: tuple | None = None
+        best: RankKey | None = None
         for node, free in _nodes_with(groups, pod, taken, state.free):
             if spot and scored and book.blocked(node):
                 continue
@@ -162,7 +168,7 @@ def place_pods(book: NodeBook, groups: tuple[Group, ...], pod: int, pods: int, *
     return sorted(taken.items())
 
 
-def _nodes_with(groups: tuple[Group, ...], pod: int, taken: dict[int, int], free: list[int]):
+def _nodes_with(groups: tuple[Group, ...], pod: int, taken: dict[int, int], free: Sequence[int]) -> Iterator[tuple[int, int]]:
     """``(node, idle GPUs)`` of the nodes with at least ``pod`` idle GPUs once ``taken`` is
     removed: untouched nodes from the buckets, by increasing idle count, then touched ones."""
     for touched, count in taken.items():
@@ -219,7 +225,7 @@ def plan_preemption(
     freed: dict[int, int] = {}
     taken: dict[int, int] = {}
     for _ in range(pods):
-        options = []  # (node, room without victims, spot jobs still there)
+        options: list[Option] = []
         for node in _preemptible_nodes(book, groups, pod, taken):
             spot_here = [(j, gpus) for j, gpus in _spot_jobs(book, node) if j.idx not in chosen]
             room = state.free[node] + freed.get(node, 0) - taken.get(node, 0)
@@ -245,20 +251,21 @@ def plan_preemption(
     return sorted(taken.items()), list(chosen.values())
 
 
-def _cheapest(ctx: Context, options, pod: int, finished: int, evicted: int, gpu_time: float, beta: float) -> tuple[int, list[Job]]:
+def _cheapest(ctx: Context, options: list[Option], pod: int, finished: int, evicted: int, gpu_time: float,
+              beta: float) -> tuple[int, list[Job]]:  # fmt: skip
     """The node of least eq. 19 cost and its victims; nodes needing no victim come first
     (fewest idle GPUs among them)."""
     free_fit = [(room, node) for node, room, _ in options if room >= pod]
     if free_fit:
         return min(free_fit)[1], []
-    best = None
+    costed: list[tuple[float, int, list[Job]]] = []
     for node, room, spot_here in options:
         victims = spared(ctx, spot_here, room + sum(g for _, g in spot_here), pod)
         wastes = [waste(ctx, v) for v in victims]
         cost = node_cost(wastes, finished=finished, evicted=evicted, gpu_time=gpu_time, beta=beta)
-        if best is None or (cost, node) < best[0]:
-            best = ((cost, node), node, victims)
-    return best[1], best[2]
+        costed.append((cost, node, victims))
+    _, node, victims = min(costed, key=lambda c: (c[0], c[1]))
+    return node, victims
 
 
 def _spot_jobs(book: NodeBook, node: int) -> list[tuple[Job, int]]:
@@ -267,11 +274,11 @@ def _spot_jobs(book: NodeBook, node: int) -> list[tuple[Job, int]]:
             for j in book.spot_jobs[node].values() if not j.fractional]  # fmt: skip
 
 
-def _preemptible_nodes(book: NodeBook, groups: tuple[Group, ...], pod: int, taken: dict[int, int]):
+def _preemptible_nodes(book: NodeBook, groups: tuple[Group, ...], pod: int, taken: dict[int, int]) -> Iterator[int]:
     """Nodes where the pod might go: those holding spot GPUs, touched ones, and those with
     ``pod`` idle GPUs."""
     state = book.state
-    seen = set()
+    seen: set[int] = set()
     for g in groups:
         gid = state.node_group[g.nodes[0]] if g.nodes else None
         if gid is not None:

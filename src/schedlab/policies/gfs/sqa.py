@@ -52,6 +52,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Protocol
 
+from schedlab.cluster.state import Group
 from schedlab.errors import ConfigError
 from schedlab.policies.params import help_field
 from schedlab.sim.job import Job
@@ -285,7 +286,7 @@ class SpotQuota:
 
 
 
-def supply(groups: Iterable, capacity: Mapping[str, float], spot_running: Iterable[tuple[float, str, float]],
+def supply(groups: Iterable[Group], capacity: Mapping[str, float], spot_running: Iterable[tuple[float, str, float]],
            now: float, *, sa_rule: str, guarantee_s: float) -> tuple[dict[str, float], dict[str, float]]:
     """``S0`` and ``Sa`` of eq. 10 per GPU model: the free GPUs of the cluster's ``groups``, and
     the GPUs of the spot runs ``(start, model, GPUs)`` that count as guaranteed under ``sa_rule``."""

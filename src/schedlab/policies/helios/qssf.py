@@ -24,10 +24,12 @@ import pandas as pd
 
 from schedlab.policies.common.queues import QueueScheduler
 from schedlab.policies.common.placers import Placer
-from schedlab.predict.duration import DurationPredictor, DurationSettings
-from schedlab.predict.framework import DAY_S, Predictor, UpdateEngine, accuracy, finished_table
+from schedlab.predict.duration import DurationPredictor
+from schedlab.predict.framework import Predictor, UpdateEngine, accuracy, finished_table
+from schedlab.predict.settings import DurationSettings
 from schedlab.sim.job import Job
 from schedlab.sim.policy import Context
+from schedlab.units import DAY_S
 from schedlab.workload.schema import Workload
 
 
@@ -64,11 +66,13 @@ class QSSF(QueueScheduler):
         self.predicted = np.full(len(self.submissions), np.nan)
 
     def _predicted_gpu_time(self, ctx: Context, job: Job) -> float:
+        assert self.engine is not None, "setup() makes the engine"
         duration = self.engine.predict(job.idx, ctx.now)
         self.predicted[job.idx] = duration
         return job.num_gpus * duration
 
     def on_finish(self, ctx: Context, job: Job) -> None:
+        assert self.engine is not None, "setup() makes the engine"
         self.engine.record_finish(job.idx, ctx.now, job.work)
 
     def report(self, jobs: pd.DataFrame) -> dict[str, Any]:

@@ -37,6 +37,7 @@ Cost: one LP of ``3 x jobs`` variables whenever the set of jobs changes (as Gave
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -47,6 +48,9 @@ from schedlab.policies.params import help_field
 from schedlab.sim.job import RUNNING, Job
 from schedlab.sim.policy import Context
 from schedlab.sim.throughputs import GAVEL_BUILTIN, ThroughputTable
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 
 @dataclass(frozen=True)
@@ -90,7 +94,8 @@ def max_min_allocation(speed: np.ndarray, scale: np.ndarray, capacity: np.ndarra
     res = linprog(c, A_ub=a, b_ub=b, bounds=(0, None), method="highs")
     if res.status != 0:
         raise ConfigError(f"gavel: the allocation LP failed ({res.message})")
-    return np.clip(res.x[:n].reshape(m, k), 0.0, 1.0)
+    x: np.ndarray = np.clip(res.x[:n].reshape(m, k), 0.0, 1.0)
+    return x
 
 
 def fifo_allocation(speed: np.ndarray, scale: np.ndarray, capacity: np.ndarray) -> np.ndarray:
@@ -200,7 +205,7 @@ class Gavel(RoundPolicy):
         return target
 
 
-    def report(self, jobs) -> dict:
+    def report(self, jobs: pd.DataFrame) -> dict[str, Any]:
         return {**super().report(jobs), "lp_solves": self.lp_solves}
 
 

@@ -28,6 +28,8 @@ job's tasks may sit on different GPU types and servers, each GPU holds at most o
   from the text's two candidates (fill the fastest servers in order; one consolidated server):
   §III-B asks for the allocation of minimum cost (Eq. 4, 8), and the fill always pays the
   near-top price of each server's last GPUs where a spread over lightly loaded servers costs less.
+  The search is skipped (the job refused) when a lower bound on every allocation's value, each
+  server priced at its least mean price per GPU, is positive by a margin far above rounding.
 * DP (Algorithm 2, lines 1-21): over the queue in arrival order, each job is either selected
   (FIND_ALLOC on the current server state) or skipped, minimising ``sum(cost - f)`` (Eq. 8),
   memoised on (job position, server state). Deviation: the DP covers the first ``dp_window``
@@ -42,13 +44,21 @@ job's tasks may sit on different GPU types and servers, each GPU holds at most o
   without a checkpoint-restart.
 
 Cost per round: O(window states x FIND_ALLOC) for the DP, O(queue x FIND_ALLOC) after; one
-FIND_ALLOC is O(types x servers x N_j x GPUs per server).
+FIND_ALLOC is O(types x servers x N_j x GPUs per server), where only the first ``N_j`` servers of
+each kind (type, GPUs, free GPUs) count and the knapsack passes over a server that cannot improve
+on one of its kind already seen. The servers by kind are kept per state, derived from the
+previous state on each allocation.
 """
 
 from __future__ import annotations
 
+import math
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 from functools import lru_cache
+from itertools import islice
+
+import numpy as np
 
 from schedlab.cluster.spec import ClusterSpec
 from schedlab.errors import ConfigError
@@ -76,7 +86,7 @@ class HadarParams:
 def price(g: int, c: int, low: float, high: float, eta: float) -> float:
     """Eq. 5: the unit price of a type's GPU on a server with ``g`` of ``c`` allocated."""
     base = low / (4 * eta)
-    return base * (high / base) ** (g / c)
+    return float(base * (high / base) ** (g / c))
 
 
 @dataclass(frozen=True)
@@ -105,7 +115,6 @@ class Allocator:
             raise ConfigError(f"hadar: eta must be positive, got {eta!r}")
         self.types = [n.gpu_type for n in cluster.nodes]
         self.cap = [n.num_gpus for n in cluster.nodes]
-        self.eta = eta
         self.comm_fraction = comm_fraction
         self.mix_types = mix_types
         self.high: dict[str, float] = {}
@@ -115,22 +124,78 @@ class Allocator:
             worst = [j.iterations / (j.age + horizon) / j.gpus for j in jobs if j.rate.get(k, 0) > 0]
             self.high[k] = max(best, default=1.0)  # Eq. 6
             self.low[k] = min(min(worst, default=1.0), self.high[k])  # Eq. 7
+        self.prices = {(k, c): [price(g, c, self.low[k], self.high[k], eta) for g in range(c)]
+                       for k, c in set(zip(self.types, self.cap))}  # fmt: skip
+        self.rising = all(a <= b for p in self.prices.values() for a, b in zip(p, p[1:]))  # prices never fall with load
+        by_size: dict[tuple[str, int], list[int]] = {}
+        for h, key in enumerate(zip(self.types, self.cap)):
+            by_size.setdefault(key, []).append(h)
+        self._servers = {key: np.array(hs) for key, hs in by_size.items()}  # (type, GPUs) -> servers
+        self._kinds_of: dict[tuple[int, ...], dict[tuple[str, int, int], list[int]]] = {}  # state -> kinds
 
     def cost(self, state: tuple[int, ...], alloc: Alloc) -> float:
         """Sum of the marginal prices of the GPUs of ``alloc`` taken from ``state``."""
         total = 0.0
         for h, x in alloc:
-            k, c = self.types[h], self.cap[h]
+            c = self.cap[h]
             g = c - state[h]
-            total += sum(price(g + i, c, self.low[k], self.high[k], self.eta) for i in range(x))
+            total += sum(self.prices[self.types[h], c][g : g + x])
         return total
 
-    def find_alloc(self, job: JobView, state: tuple[int, ...]) -> tuple[float, Alloc] | None:
+    def kinds(self, state: tuple[int, ...]) -> dict[tuple[str, int, int], list[int]]:
+        """The servers with free GPUs by kind ``(type, GPUs, free GPUs)``, in index order (servers of
+        one kind have the same prices); memoised per state."""
+        kinds = self._kinds_of.get(state)
+        if kinds is None:
+            kinds = {}
+            free = np.array(state)
+            for (t, c), hs in self._servers.items():
+                left = free[hs]
+                for f in np.unique(left[left > 0]).tolist():
+                    kinds[t, c, f] = hs[left == f].tolist()
+            self._kinds_of[state] = kinds
+        return kinds
+
+    def find_alloc(self, job: JobView, state: tuple[int, ...], barred: AbstractSet[int] = frozenset()
+                   ) -> tuple[float, Alloc] | None:  # fmt: skip
         """Algorithm 2 FIND_ALLOC: (cost + communication - utility, allocation) of the allocation
-        of least value among all of ``job``'s allocations on ``state``, if that value is negative
-        (a positive payoff); else None."""
-        order = sorted((h for h in range(len(state)) if state[h] and job.rate.get(self.types[h], 0) > 0),
-                       key=lambda h: (-job.rate[self.types[h]], h))  # fmt: skip
+        of least value among all of ``job``'s allocations on ``state`` outside the ``barred``
+        servers, if that value is negative (a positive payoff); else None."""
+        kinds = self.usable(job, state, barred)
+        return None if self.refuses(job, kinds) else self.best_alloc(job, state, kinds)
+
+    def usable(self, job: JobView, state: tuple[int, ...], barred: AbstractSet[int] = frozenset()
+               ) -> dict[tuple[str, int, int], list[int]]:  # fmt: skip
+        """The servers of :meth:`kinds` that ``job`` may use, outside ``barred``: the first
+        ``job.gpus`` of each kind (more servers of a kind than the job has GPUs cannot help)."""
+        kinds = {}
+        for kind, hs in self.kinds(state).items():
+            if job.rate.get(kind[0], 0) > 0:
+                usable = list(islice((h for h in hs if h not in barred), job.gpus)) if barred else hs[: job.gpus]
+                if usable:
+                    kinds[kind] = usable
+        return kinds
+
+    def refuses(self, job: JobView, kinds: dict[tuple[str, int, int], list[int]]) -> bool:
+        """True when no allocation of ``job`` on ``kinds`` (:meth:`usable`) can have a negative
+        value: for each type ``k`` taken as the slowest, a lower bound on ``cost +
+        communication`` (:func:`least_cost`) is at least the utility, by a margin far above
+        rounding errors. With :attr:`rising` prices it holds on any state with fewer free GPUs."""
+        for k in {kind[0] for kind in kinds}:
+            usable = [(kind, len(hs)) for kind, hs in kinds.items()
+                      if (job.rate[kind[0]] >= job.rate[k] if self.mix_types else kind[0] == k)]  # fmt: skip
+            groups = [(self.prices[t, c][c - free : c - free + job.gpus], n) for (t, c, free), n in usable]
+            f = job.utility({k})
+            per_server = self.comm_fraction * f
+            bound = least_cost(job.gpus, groups, per_server)
+            if not math.isinf(bound) and bound - per_server - f <= 1e-9 * (bound + per_server + f):
+                return False
+        return True
+
+    def best_alloc(self, job: JobView, state: tuple[int, ...], kinds: dict[tuple[str, int, int], list[int]]
+                   ) -> tuple[float, Alloc] | None:  # fmt: skip
+        """FIND_ALLOC's search over the servers of ``kinds`` (:meth:`usable`)."""
+        order = sorted((h for hs in kinds.values() for h in hs), key=lambda h: (-job.rate[self.types[h]], h))
         best: tuple[float, Alloc] | None = None
         for k in dict.fromkeys(self.types[h] for h in order):  # k: the slowest type the job may use
             if self.mix_types:
@@ -148,18 +213,19 @@ class Allocator:
 
     def _cheapest(self, gpus: int, servers: list[int], state: tuple[int, ...], per_server: float) -> Alloc | None:
         """The ``gpus`` GPUs of least price plus ``per_server`` for every server used, taken from
-        ``servers`` (in order; ties go to the earlier server): a knapsack over the servers, exact
-        because each server's marginal price rises with its load."""
+        ``servers`` (in order; ties go to the earlier server): a knapsack over the servers. A
+        server of the type and size of one that changed nothing, with nothing changed since, and
+        as many free GPUs (or, with :attr:`rising` prices, fewer: dearer ones) makes no better
+        offers to the same table: it is skipped."""
         best: list[tuple[float, Alloc] | None] = [(0.0, [])] + [None] * gpus  # GPUs taken -> (cost, allocation)
-        seen: dict[tuple[str, int, int], int] = {}
+        changes = 0
+        idle: dict[tuple[str, int], tuple[int, int]] = {}  # (type, GPUs) -> (changes, free GPUs) of such a server
         for h in servers:
-            key = (self.types[h], self.cap[h], state[h])
-            seen[key] = seen.get(key, 0) + 1
-            if seen[key] > gpus:  # more identical servers than the job has GPUs cannot help
+            t, c, free = self.types[h], self.cap[h], state[h]
+            quiet = idle.get((t, c))
+            if quiet is not None and quiet[0] == changes and (free == quiet[1] or self.rising and free < quiet[1]):
                 continue
-            k, c = self.types[h], self.cap[h]
-            g = c - state[h]
-            steps = [price(g + i, c, self.low[k], self.high[k], self.eta) for i in range(min(state[h], gpus))]
+            steps = self.prices[t, c][c - free : c - free + gpus]
             nxt = list(best)
             for n, entry in enumerate(best):
                 if entry is None:
@@ -170,22 +236,42 @@ class Allocator:
                     cur = nxt[n + x]
                     if cur is None or total < cur[0]:
                         nxt[n + x] = (total, [*entry[1], (h, x)])
-            best = nxt
-        return best[gpus][1] if best[gpus] is not None else None
+            if nxt == best:
+                idle[t, c] = (changes, free)
+            else:
+                best = nxt
+                changes += 1
+        last = best[gpus]
+        return last[1] if last is not None else None
 
-    @staticmethod
-    def take(state: tuple[int, ...], alloc: Alloc) -> tuple[int, ...]:
+    def take(self, state: tuple[int, ...], alloc: Alloc) -> tuple[int, ...]:
+        """``state`` less the GPUs of ``alloc``; if ``state``'s kinds are memoised, the new state's
+        are derived from them by moving each server of ``alloc`` to its new kind."""
         free = list(state)
         for h, x in alloc:
             free[h] -= x
-        return tuple(free)
+        after = tuple(free)
+        kinds = self._kinds_of.get(state)
+        if kinds is not None and after not in self._kinds_of:
+            kinds = dict(kinds)
+            for h, _ in alloc:
+                old = (self.types[h], self.cap[h], state[h])
+                kinds[old] = list(kinds[old])
+                kinds[old].remove(h)
+                if not kinds[old]:
+                    del kinds[old]
+                if free[h]:
+                    new = (self.types[h], self.cap[h], free[h])
+                    kinds[new] = sorted([*kinds.get(new, ()), h])
+            self._kinds_of[after] = kinds
+        return after
 
     def dp(self, jobs: list[JobView], state: tuple[int, ...]) -> tuple[float, dict[int, Alloc]]:
         """Algorithm 2 DP: the subset of ``jobs`` (each allocated by FIND_ALLOC in order) of least
         total ``cost - utility``, as (value, job index -> allocation)."""
 
         @lru_cache(maxsize=None)
-        def solve(i: int, s: tuple[int, ...]) -> tuple[float, tuple[tuple[int, tuple], ...]]:
+        def solve(i: int, s: tuple[int, ...]) -> tuple[float, tuple[tuple[int, tuple[tuple[int, int], ...]], ...]]:
             if i == len(jobs):
                 return 0.0, ()
             best = solve(i + 1, s)  # skip job i
@@ -199,6 +285,28 @@ class Allocator:
 
         value, chosen = solve(0, state)
         return value, {idx: list(alloc) for idx, alloc in chosen}
+
+
+def least_cost(gpus: int, groups: list[tuple[list[float], int]], per_server: float) -> float:
+    """A lower bound on the price plus ``per_server`` per server used of any ``gpus`` GPUs taken from
+    ``groups`` (a server's marginal prices, how many such servers), ``inf`` if they hold fewer: a
+    server giving ``x`` GPUs costs ``x`` times at least its group's least mean ``(per_server +
+    first x prices) / x``, so the GPUs cost at least those means filled cheapest first."""
+    means = []
+    for steps, count in groups:
+        total, mean = per_server, math.inf
+        for x, p in enumerate(steps, start=1):
+            total += p
+            mean = min(mean, total / x)
+        means.append((mean, count * len(steps)))
+    bound, need = 0.0, gpus
+    for mean, room in sorted(means):
+        take = min(need, room)
+        bound += take * mean
+        need -= take
+        if not need:
+            return bound
+    return math.inf
 
 
 def job_view(job: Job, now: float, remaining: float, table: ThroughputTable | None, cluster: ClusterSpec) -> JobView:

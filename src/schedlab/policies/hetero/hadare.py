@@ -5,7 +5,9 @@
 * Scheduling copies: each round Hadar's allocator (:class:`~.hadar.Allocator`: Eq. 5-7 prices,
   FIND_ALLOC, the DP) first gives jobs one copy each, exactly as Hadar; then, pass after pass over
   the queue, a job gets one more copy on nodes none of its copies uses while FIND_ALLOC finds one
-  with a positive payoff. Nodes are thus left idle only when no job copy is left to place.
+  with a positive payoff. Nodes are thus left idle only when no job copy is left to place. A job
+  that FIND_ALLOC's lower bound refuses is not asked again that round: while prices rise with
+  the load, fewer free GPUs cannot make its next copy pay.
 * Job tracker (§V-B): the job progresses at the sum of its copies' rates (the engine's
   :meth:`~schedlab.sim.engine.Simulation.fork`), which is the tracker summing the copies' steps
   when each copy gets a share of the remaining steps in proportion to its throughput: all
@@ -28,6 +30,7 @@ The initial throughput estimate (Eq. 10) is not used: the measured table is the 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 from schedlab.errors import ConfigError
 from schedlab.policies.hetero.hadar import Hadar
@@ -36,6 +39,9 @@ from schedlab.policies.params import help_field
 from schedlab.sim.job import RUNNING
 from schedlab.sim.policy import Context
 from schedlab.sim.throughputs import GAVEL_BUILTIN, ThroughputTable
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 Copies = list[Alloc]
 
@@ -80,19 +86,25 @@ class HadarE(Hadar):
         views, alloc = self.allocator(ctx, list(ctx.active.values()))
         first, state = self.allocate(views, alloc, tuple(n.num_gpus for n in ctx.cluster.nodes))
         copies: dict[int, Copies] = {idx: [a] for idx, a in first.items()}
+        used = {idx: {h for h, _ in a} for idx, a in first.items()}
         limit = self.max_copies or len(state)
+        refused: set[int] = set()  # jobs refused by a margin: with rising prices, fewer free GPUs cannot help
         added = True
         while added and any(state):  # more copies, one per job per pass, on nodes the job does not use yet
             added = False
             for v in views:
                 have = copies.get(v.idx)
-                if have is None or len(have) >= limit:
+                if have is None or len(have) >= limit or v.idx in refused:
                     continue
-                used = {h for a in have for h, _ in a}
-                masked = tuple(0 if h in used else f for h, f in enumerate(state))
-                found = alloc.find_alloc(v, masked) if any(masked) else None
+                kinds = alloc.usable(v, state, used[v.idx])
+                if alloc.refuses(v, kinds):
+                    if alloc.rising:
+                        refused.add(v.idx)
+                    continue
+                found = alloc.best_alloc(v, state, kinds)
                 if found is not None:
                     have.append(found[1])
+                    used[v.idx].update(h for h, _ in found[1])
                     state = alloc.take(state, found[1])
                     added = True
         return copies
@@ -117,5 +129,5 @@ class HadarE(Hadar):
                 ctx.fork(job, copies, self.fork_overhead_s)
                 self.forks += 1
 
-    def report(self, jobs) -> dict:
+    def report(self, jobs: pd.DataFrame) -> dict[str, Any]:
         return {**super().report(jobs), "forks": self.forks}

@@ -287,7 +287,7 @@ def destinations(ctx: Context, moving: list[Job], targets: list[int]) -> list[tu
     """A node outside ``targets`` for each moved job, best fit, largest job first; None when one
     does not fit anywhere."""
     state = ctx.state
-    free = {}
+    free: dict[int, int] = {}
     out: list[tuple[Job, int]] = []
     for j in sorted(moving, key=lambda j: (-j.num_gpus, j.idx)):
         need = int(j.num_gpus)

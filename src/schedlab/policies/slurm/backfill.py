@@ -44,6 +44,7 @@ import bisect
 import math
 from collections import Counter
 from collections.abc import Mapping
+from dataclasses import dataclass
 
 from schedlab.policies.slurm.nodes import Request, select
 from schedlab.policies.slurm.params import DAY_S, SlurmParams
@@ -58,14 +59,23 @@ KILL_WAIT_S = 30.0  # slurm.conf KillWait default, with OverTimeLimit 0
 WILL_RUN_WINDOW_S = 30.0  # cons_tres's first batch window of ending jobs (bf_window_linear unset)
 
 Running = list[tuple[float, int, Job]]  # (planned end, idx, job), sorted
+WillRun = tuple[float, list[tuple[int, int]]]  # when and where a request could start
+
+
+@dataclass(slots=True)
+class Record:
+    """A span [begin, end) of a node_space and the nodes reserved for pending jobs during it."""
+
+    begin: float
+    end: float
+    reserved: frozenset[int]
 
 
 class Plan:
-    """A cycle's node_space: contiguous records [begin, end) up to the window's end, each with
-    the nodes reserved for pending jobs during it."""
+    """A cycle's node_space: contiguous records up to the window's end."""
 
     def __init__(self, begin: float, end: float, resolution: float) -> None:
-        self.records: list[list] = [[begin, end, frozenset()]]
+        self.records = [Record(begin, end, frozenset())]
         self.resolution = resolution
 
     def available(self, nodes: set[int], start: float, end: float) -> tuple[set[int], float]:
@@ -73,38 +83,38 @@ class Plan:
         after ``start`` (0: never within the window)."""
         avail, later = set(nodes), 0.0
         records = self.records
-        for j, (begin, stop, reserved) in enumerate(records):
-            if stop > start and j + 1 < len(records) and not later:
-                if not (nodes - records[j + 1][2]) <= (avail - reserved):
-                    later = stop
-            if stop <= start:
+        for j, rec in enumerate(records):
+            if rec.end > start and j + 1 < len(records) and not later:
+                if not (nodes - records[j + 1].reserved) <= (avail - rec.reserved):
+                    later = rec.end
+            if rec.end <= start:
                 continue
-            if begin > end:
+            if rec.begin > end:
                 break
-            avail -= reserved
+            avail -= rec.reserved
         return avail, later
 
     def overlaps(self, chosen: set[int], start: float, end: float) -> bool:
         """Whether nodes of ``chosen`` are reserved at some time of [start, end)."""
-        return any(stop > start and begin < end and reserved & chosen for begin, stop, reserved in self.records)
+        return any(rec.end > start and rec.begin < end and rec.reserved & chosen for rec in self.records)
 
     def reserve(self, start: float, end: float, chosen: set[int]) -> None:
         """Reserve ``chosen`` over [start, end) (``_add_reservation``)."""
         records = self.records
-        start = max(start, records[0][0])
+        start = max(start, records[0].begin)
         end = max(end, start + self.resolution)
-        i = next((k for k, rec in enumerate(records) if rec[1] > start), None)
+        i = next((k for k, rec in enumerate(records) if rec.end > start), None)
         if i is None:
             return
-        if records[i][0] < start:
-            records.insert(i + 1, [start, records[i][1], records[i][2]])
-            records[i][1] = start
+        if records[i].begin < start:
+            records.insert(i + 1, Record(start, records[i].end, records[i].reserved))
+            records[i].end = start
             i += 1
-        while i < len(records) and records[i][0] < end:
-            if end < records[i][1]:
-                records.insert(i + 1, [end, records[i][1], records[i][2]])
-                records[i][1] = end
-            records[i][2] = records[i][2] | chosen
+        while i < len(records) and records[i].begin < end:
+            if end < records[i].end:
+                records.insert(i + 1, Record(end, records[i].end, records[i].reserved))
+                records[i].end = end
+            records[i].reserved = records[i].reserved | chosen
             i += 1
 
 
@@ -118,8 +128,8 @@ class SlurmBackfill(SlurmBuiltin):
         super().__init__(params, site_factor=site_factor, shares=shares)
         self.last_cycle = 0.0
         self.cycle_due = False
-        self.holders: Counter = Counter()  # jobs on each (node, GPU) during a cycle
-        self.memo: dict[tuple, tuple | None] = {}  # will-run answers of the cycle since its last start
+        self.holders: Counter[tuple[int, int]] = Counter()  # jobs on each (node, GPU) during a cycle
+        self.memo: dict[tuple[Request, tuple[int, ...]], WillRun | None] = {}  # will-run answers of the cycle since its last start
         self.starts["backfill"] = 0
 
     def setup(self, ctx: Context) -> None:
@@ -220,8 +230,7 @@ class SlurmBackfill(SlurmBuiltin):
             plan.reserve(begin, end, chosen)
             return tested
 
-    def will_run(self, ctx: Context, req: Request, nodes: list[int], running: Running,
-                 ) -> tuple[float, list[tuple[int, int]]] | None:  # fmt: skip
+    def will_run(self, ctx: Context, req: Request, nodes: list[int], running: Running) -> WillRun | None:
         """When and where the request could start on ``nodes`` as running jobs end
         (``_will_run_test``). The nodes' room is tracked as jobs are released, and nodes are
         selected once it suffices (cons_tres selects whenever the free nodes can hold the job)."""
@@ -229,7 +238,7 @@ class SlurmBackfill(SlurmBuiltin):
         free = {n: ctx.state.free[n] for n in nodes}
         room = sum(req.room(f) for f in free.values())
         if room >= req.need:
-            return now, select(req, nodes, free)  # type: ignore[return-value]
+            return now, select(req, nodes, free)  # type: ignore[return-value]  # room >= need: select finds an allocation
         left: dict[tuple[int, int], int] = {}  # jobs still on a GPU after the releases so far
         window, base = WILL_RUN_WINDOW_S, None
         i, n = 0, len(running)
@@ -252,7 +261,7 @@ class SlurmBackfill(SlurmBuiltin):
                         room += req.room(free[node]) - req.room(before)
                 if i == n or running[i][0] > base + window:
                     break
-            if last is None:
+            if last is None or base is None:  # no job left to release on the nodes
                 return None
             window *= 2
             while i < n and running[i][0] > base + window:
@@ -260,7 +269,7 @@ class SlurmBackfill(SlurmBuiltin):
             if room >= req.need:
                 if last <= now:  # past its limit: KillWait later, or a second from now
                     last = last + KILL_WAIT_S if last + KILL_WAIT_S > now else now + 1.0
-                return last, select(req, nodes, free)  # type: ignore[return-value]
+                return last, select(req, nodes, free)  # type: ignore[return-value]  # room >= need: select finds an allocation
         return None
 
     def limit(self, job: Job) -> float:

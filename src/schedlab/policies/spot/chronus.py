@@ -110,8 +110,8 @@ def select(candidates: list[Candidate], capacity: dict[int, float]) -> list[int 
         integrality=np.ones(nvar), bounds=Bounds(0, 1),
     )  # fmt: skip
     granted: list[int | None] = [None] * n
-    for v in np.flatnonzero(np.round(result.x) > 0):
-        granted[var_job[v]] = var_group[v]
+    for taken in np.flatnonzero(np.round(result.x) > 0):
+        granted[var_job[taken]] = var_group[taken]
     return granted
 
 

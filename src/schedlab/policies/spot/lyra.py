@@ -30,20 +30,20 @@ from typing import Any
 import pandas as pd
 from sortedcontainers import SortedList
 
-from schedlab.cluster.state import ClusterState, Group
+from schedlab.cluster.state import Group, Held
 from schedlab.policies.gfs.pts import waste
 from schedlab.policies.common.placers import Alloc, Placer, take_workers, worker_size
 from schedlab.policies.params import help_field
 from schedlab.policies.spot.quota import check_quota
 from schedlab.policies.spot.spot_fcfs import FORECASTER_HELP, QUOTA_HELP, SPOT, SpotFCFS
 from schedlab.sim.job import Job
-from schedlab.sim.policy import Context
+from schedlab.sim.policy import ClusterView, Context
 
 
 class NodeSet:
     """A subset of the nodes, bucketed per group by whole free GPUs (like the cluster state)."""
 
-    def __init__(self, state: ClusterState) -> None:
+    def __init__(self, state: ClusterView) -> None:
         self.state = state
         self.buckets = [[SortedList() for _ in range(g.max_gpus + 1)] for g in state.groups]
         self.sizes = [sorted({state.node_gpus[n] for n in g.nodes}) for g in state.groups]
@@ -140,12 +140,12 @@ class Lyra(SpotFCFS):
     """Spot jobs on loaned idle HP nodes; HP reclaims the loaned nodes of least lost work."""
 
     name = "lyra"
+    hp: NodeSet  # made by setup
+    loaned: NodeSet  # made by setup
 
     def __init__(self, placer: Placer, *, spot_quota: str = "none", quota_forecaster: str = "orglinear",
                  seed: int = 0) -> None:  # fmt: skip
         super().__init__(placer, spot_quota=spot_quota, quota_forecaster=quota_forecaster, seed=seed)
-        self.hp: NodeSet | None = None
-        self.loaned: NodeSet | None = None
         self.fractions_on: dict[int, dict[int, Job]] = {}  # node -> fractional spot jobs
         self.reclaims = 0
 
@@ -192,9 +192,9 @@ class Lyra(SpotFCFS):
             self.hp.refresh(node)
             self.loaned.refresh(node)
 
-    def released(self, ctx: Context, job: Job) -> None:
-        super().released(ctx, job)
-        for node, _gids in job.data:
+    def released(self, ctx: Context, job: Job, alloc: Held) -> None:
+        super().released(ctx, job, alloc)
+        for node, _gids in alloc:
             if job.cls == SPOT and job.fractional:
                 on_node = self.fractions_on[node]
                 del on_node[job.idx]

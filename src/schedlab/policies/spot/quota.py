@@ -18,6 +18,7 @@ reading: no quota, the gate is not built.
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import Any
 
 from schedlab.errors import ConfigError
 from schedlab.policies.gfs.sqa import (DemandForecaster, SpotLedger, SpotQuota, SqaConfig, WeeklyPeak, inventory,
@@ -121,7 +122,7 @@ class QuotaGate:
         else:
             self.ledger.add_demand((model, job.tenant), -job.num_gpus)
 
-    def report(self) -> dict:
+    def report(self) -> dict[str, Any]:
         etas = [eta for _, _, eta in self.eta_trace]
         return {"spot_quota": "forecast", "quota_forecaster": self.forecaster.name,
                 "eta_final": {m: round(self.quota.eta_of(m), 4) for m in sorted(self.quota.eta)},

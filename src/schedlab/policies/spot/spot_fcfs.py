@@ -31,11 +31,12 @@ from typing import Any
 
 import pandas as pd
 
+from schedlab.cluster.state import Held
 from schedlab.errors import ConfigError
 from schedlab.policies.params import help_field
 
 from schedlab.sim.policy import Context, Policy
-from schedlab.policies.common.queues import ClassQueues, job_shape
+from schedlab.policies.common.queues import ClassQueues, Key, job_shape
 from schedlab.policies.common.placers import Alloc, Placer
 from schedlab.policies.spot.quota import FORECASTERS, SPOT_QUOTAS, QuotaGate, check_quota, make_forecaster
 from schedlab.sim.job import Job
@@ -79,7 +80,8 @@ class SpotFCFS(Policy):
         check_quota(self.name, spot_quota, quota_forecaster)
         self.gate = QuotaGate(make_forecaster(quota_forecaster, seed)) if spot_quota == "forecast" else None
         self.pending = ClassQueues()
-        self.blocked: set[tuple] = set()  # HP shapes no eviction could place, until a finish
+        self.blocked: set[Key] = set()  # HP shapes no eviction could place, until a finish
+        self.alloc_of: dict[int, Held] = {}  # running jobs' allocation
         self.spot_on: dict[int, dict[int, Job]] = {}  # node -> whole-GPU spot jobs on it
         self.spot_gpus: dict[int, int] = {}  # node -> GPUs those jobs hold there
         self.evictions = 0
@@ -101,7 +103,7 @@ class SpotFCFS(Policy):
         self.blocked.clear()
         if self.gate is not None:
             self.gate.ended(ctx, job, evicted=False)
-        self.released(ctx, job)
+        self.released(ctx, job, self.alloc_of.pop(job.idx))
 
     def schedule(self, ctx: Context) -> None:
         self._drain(ctx, spot=False)
@@ -146,10 +148,10 @@ class SpotFCFS(Policy):
     def started(self, ctx: Context, job: Job) -> None:
         """Hook: ``job`` just started on ``job.alloc``."""
 
-    def released(self, ctx: Context, job: Job) -> None:
-        """Hook: ``job`` finished or was evicted; ``job.data`` holds the allocation it left."""
+    def released(self, ctx: Context, job: Job, alloc: Held) -> None:
+        """Hook: ``job`` finished or was evicted, leaving the GPUs of ``alloc``."""
         if job.cls == SPOT and not job.fractional:
-            for node, gids in job.data:
+            for node, gids in alloc:
                 jobs = self.spot_on[node]
                 del jobs[job.idx]
                 self.spot_gpus[node] -= len(gids)
@@ -168,7 +170,7 @@ class SpotFCFS(Policy):
             return  # no free GPU, no spot job to evict, no job that shares a GPU: nothing starts
         self.pending.drain(lambda job, key: self._try_start(ctx, job, key, spot), spot=spot)
 
-    def _try_start(self, ctx: Context, job: Job, key: tuple, spot: bool) -> bool:
+    def _try_start(self, ctx: Context, job: Job, key: Key, spot: bool) -> bool:
         if spot and self.gate is not None and not self.gate.admits(job):
             return False  # over its model's spot quota (the authors' simulator setting)
         if not (job.fractional or self.evictable()) and ctx.state.free_in(ctx.groups_of(job)) < job.num_gpus:
@@ -187,7 +189,7 @@ class SpotFCFS(Policy):
 
     def start(self, ctx: Context, job: Job, alloc: Alloc) -> None:
         ctx.start(job, alloc)
-        job.data = job.alloc
+        self.alloc_of[job.idx] = job.alloc
         if self.gate is not None:
             self.gate.started(ctx, job)
         if job.cls == SPOT and not job.fractional:
@@ -204,7 +206,7 @@ class SpotFCFS(Policy):
         self.evictions += 1
         if self.gate is not None:
             self.gate.ended(ctx, victim, evicted=True)
-        self.released(ctx, victim)
+        self.released(ctx, victim, self.alloc_of.pop(victim.idx))
         self._enqueue(victim)
 
     def report(self, jobs: pd.DataFrame) -> dict[str, Any]:

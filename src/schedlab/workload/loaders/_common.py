@@ -11,6 +11,7 @@ import json
 import warnings
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -157,7 +158,7 @@ def header(path: Path) -> list[str]:
     return columns
 
 
-def _read(path: Path, usecols: list[str] | None = None, **options: object) -> pd.DataFrame:
+def _read(path: Path, usecols: list[str] | None = None, **options: Any) -> pd.DataFrame:
     """Read with the pyarrow engine; on a parse error re-read with the C engine, whose errors name the line."""
     _check_not_empty(path)
     try:
@@ -179,7 +180,7 @@ def _check_not_empty(path: Path) -> None:
         raise InputError("not a readable CSV file: the file is empty", file=str(path))
 
 
-def _read_c(path: Path, **options: object) -> pd.DataFrame:
+def _read_c(path: Path, **options: Any) -> pd.DataFrame:
     """Read with the C engine: a row longer than the header is an error (not an index column), and
     bytes that are not UTF-8 become surrogates for :func:`_check_text` to find."""
     try:
@@ -248,8 +249,9 @@ def _not_utf8(value: object) -> bool:
 def numbers(values: pd.Series, *, source: str, rows: np.ndarray, field: str) -> np.ndarray:
     """Values as float64; blanks become NaN, anything else unparsable raises :class:`InputError`."""
     if values.dtype.kind in "fiub":
-        return values.to_numpy(dtype=np.float64)
-    parsed = pd.to_numeric(values, errors="coerce").to_numpy(dtype=np.float64)
+        floats: np.ndarray = values.to_numpy(dtype=np.float64)
+        return floats
+    parsed: np.ndarray = pd.to_numeric(values, errors="coerce").to_numpy(dtype=np.float64)
     _fail_unparsable(values, np.isnan(parsed), source=source, rows=rows, field=field, what="a number")
     return parsed
 
@@ -269,7 +271,7 @@ def datetimes(
 
 def _fail_mixed_zones(values: pd.Series, *, source: str, rows: np.ndarray, field: str) -> None:
     """Raise at the first date whose time zone (or lack of one) differs from the first date's."""
-    zones = []  # the first date's UTC offset (None: no time zone), once seen
+    zones: list[timedelta | None] = []  # the first date's UTC offset (None: no time zone), once seen
     for i, value in enumerate(values.to_numpy(dtype=object)):
         try:
             stamp = pd.Timestamp(value)
@@ -297,10 +299,11 @@ def seconds_since(stamps: pd.Series) -> tuple[np.ndarray, pd.Timestamp | None]:
 
 def blank(values: pd.Series) -> np.ndarray:
     """True where a value is missing or an empty string."""
-    missing = values.isna().to_numpy()
+    missing: np.ndarray = values.isna().to_numpy()
     if values.dtype.kind in "fiubmM":
         return missing
-    return missing | (values.astype(str).str.strip() == "").to_numpy()
+    missing_or_empty: np.ndarray = missing | (values.astype(str).str.strip() == "").to_numpy()
+    return missing_or_empty
 
 
 def per_value(values: pd.Series, func: Callable[[object], object]) -> np.ndarray:
@@ -308,7 +311,8 @@ def per_value(values: pd.Series, func: Callable[[object], object]) -> np.ndarray
     codes, uniques = pd.factorize(values, use_na_sentinel=True)
     results = np.empty(len(uniques) + 1, dtype=object)
     results[:] = [func(u) for u in uniques] + [func(None)]
-    return results[codes]
+    spread: np.ndarray = results[codes]
+    return spread
 
 
 def lower_str(values: pd.Series) -> np.ndarray:
@@ -391,7 +395,8 @@ def finish(
         table = canonical_frame(jobs, source=source)
     except InputError as err:
         names = dict(fields or {})
-        raise InputError(err.reason, file=err.file, row=err.row, field=names.get(err.field, err.field)) from None
+        field = err.field if err.field is None else names.get(err.field, err.field)
+        raise InputError(err.reason, file=err.file, row=err.row, field=field) from None
     return Workload(
         jobs=table,
         source=source,

@@ -98,7 +98,8 @@ def _mapping(path: Path, columns: Mapping[str, str] | None) -> dict[str, str]:
 def _seconds_after(stamps: pd.Series, origin: pd.Timestamp | None) -> np.ndarray:
     if origin is None:
         return np.full(len(stamps), np.nan)
-    return ((stamps - origin) / pd.Timedelta(seconds=1)).to_numpy(dtype=np.float64)
+    seconds: np.ndarray = ((stamps - origin) / pd.Timedelta(seconds=1)).to_numpy(dtype=np.float64)
+    return seconds
 
 
 def _are_dates(values: pd.Series) -> bool:

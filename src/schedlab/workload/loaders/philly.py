@@ -148,7 +148,7 @@ def _flatten(job: Any, *, source: str, row: int) -> dict[str, Any]:
         if not isinstance(value, (str, int, float)):
             raise fail(key, f"must be text (got {brief_json(value)})")
         if not is_utf8(str(value)):
-            raise fail(key, f"not UTF-8 text: {_raw(value)!r}")
+            raise fail(key, f"not UTF-8 text: {_raw(str(value))!r}")
         return str(value)
 
     def listed(record: dict[str, Any], key: str, *, objects: bool = True) -> list[Any]:

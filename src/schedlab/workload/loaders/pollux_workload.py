@@ -103,7 +103,7 @@ class Application:
 def read_application(folder: Path) -> Application:
     """The traces of one application (``traces/<name>/``), checked."""
     name = folder.name
-    iterations: dict[int, float] = {}
+    iterations: dict[int, np.ndarray] = {}
     lengths = []
     for path in sorted(folder.glob("validation-*.csv")):
         frame = read_csv(path, required=("iteration",))

@@ -152,8 +152,8 @@ def load_sacct(path: Path, *, time_unit: str = "s", skip: Sequence[str] = ()) ->
 def _read_text(data: bytes, *, source: str) -> tuple[pd.DataFrame, np.ndarray, int, bool]:
     """The job records of ``sacct -P`` text, their data rows, the number of step rows, and
     whether the text has an ``Elapsed`` column."""
-    header, body = _split_header(data.removeprefix(codecs.BOM_UTF8))
-    header = header.decode("utf-8", "surrogateescape")
+    header_bytes, body = _split_header(data.removeprefix(codecs.BOM_UTF8))
+    header = header_bytes.decode("utf-8", "surrogateescape")
     trailing = header.endswith("|")  # sacct -p ends every line with a '|'
     columns = [c.strip() for c in (header[:-1] if trailing else header).split("|")]
     if len(columns) == 1:
@@ -247,7 +247,7 @@ def _cells_fast(body: bytes, width: int, wanted: dict[str, int]) -> pd.DataFrame
 def _cells(text: str, width: int, wanted: dict[str, int], *, trailing: bool, source: str) -> pd.DataFrame:
     """The ``wanted`` columns of the rows of ``text`` (blank lines are not rows); raises at a row of
     another width or a cell that is not UTF-8."""
-    records = []
+    records: list[list[str]] = []
     for line in text.split("\n"):
         line = line.removesuffix("\r")
         if not line.strip():

@@ -227,7 +227,7 @@ class WrappedPolicy(Policy):
         return getattr(self.inner, name)
 
     @property
-    def jobs_per_gpu(self) -> int:  # type: ignore[override]
+    def jobs_per_gpu(self) -> int:  # type: ignore[override]  # the inner policy's, read at run time
         return self.inner.jobs_per_gpu
 
     def perf_model(self, cluster: ClusterSpec, config: SimConfig) -> PerfModel | None:

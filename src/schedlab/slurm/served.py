@@ -76,7 +76,7 @@ class ServedSlurm(WrappedPolicy):
     def cycle(self, ctx: Context) -> None:
         """Rank the pending jobs as ``squeue`` would show them and write the factors that changed."""
         self.cycles += 1
-        inner: SlurmBuiltin = self.inner  # type: ignore[assignment]
+        inner: SlurmBuiltin = self.inner  # type: ignore[assignment]  # built from a SlurmBuiltin in __init__
         now = self.epoch_s + ctx.now
         jobs = list(inner.pending.values())
         queue = [self._as_squeue(job) for job in jobs]

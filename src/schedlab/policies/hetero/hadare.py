@@ -75,7 +75,7 @@ class HadarE(Hadar):
         self.forks = 0
         self.last: dict[int, Copies] = {}
 
-    def plan(self, ctx: Context) -> dict[int, Copies]:  # type: ignore[override]
+    def plan(self, ctx: Context) -> dict[int, Copies]:  # type: ignore[override]  # a round plans copies, not one allocation
         if not self.dirty:  # no arrival or completion since the last round: same copies again
             return self.last
         self.dirty = False
@@ -109,7 +109,7 @@ class HadarE(Hadar):
                     added = True
         return copies
 
-    def apply(self, ctx: Context, target: dict[int, Copies]) -> None:  # type: ignore[override]
+    def apply(self, ctx: Context, target: dict[int, Copies]) -> None:  # type: ignore[override]  # applies copies (plan)
         """Pause forked jobs (the tracker merges them) and jobs whose allocation changes; then
         start single copies and fork the rest."""
         changed = False

@@ -169,7 +169,7 @@ def params_from_conf(conf: Mapping[str, str]) -> SlurmParams:
         if key in conf:
             values["default_time_limit"] = _conf_time(conf, key)
             break
-    return SlurmParams(**values)  # type: ignore[arg-type]
+    return SlurmParams(**values)  # type: ignore[arg-type]  # each value converted for its field above
 
 
 def _conf_time(conf: Mapping[str, str], key: str) -> float:

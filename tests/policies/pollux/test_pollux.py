@@ -15,9 +15,10 @@ from simkit import check_state
 
 from schedlab.cluster.presets import uniform
 from schedlab.experiments.run import RunSpec, WorkloadSpec, simulate_run
-from schedlab.policies.pollux.goodput import GoodputModel, best, best_at
+from schedlab.policies.pollux.goodput import GRID, GoodputModel, best, best_at
 from schedlab.policies.pollux.pollux import JobModel, Pollux
-from schedlab.sim.engine import SimConfig, Simulation
+from schedlab.sim.config import SimConfig
+from schedlab.sim.engine import Simulation
 from schedlab.sim.iteration import CATALOGUE, ModelProfile, assign, iteration_time
 from schedlab.workload.schema import Workload, canonical_frame
 
@@ -51,6 +52,34 @@ def test_batch_adaptation_by_hand() -> None:
     assert best(small, 5).goodput == 0.0 and best_at(small, 6.5) == best(small, 4).goodput > 0
 
 
+def scan(model: GoodputModel, gpus: int) -> tuple[float, int, float]:
+    """§3.3's search point by point: (batch, steps, goodput) of the first grid point of highest goodput."""
+    found = (0.0, 1, 0.0)
+    if gpus < 1:
+        return found
+    for steps in range(1, max(1, math.ceil(model.m0 / (gpus * model.max_local))) + 8):
+        lo = max(1.0, model.m0 / (gpus * steps))
+        hi = min(model.max_local, model.max_batch / (gpus * steps))
+        for k in range(GRID if lo <= hi else 0):
+            sub = lo * (hi / lo) ** (k / (GRID - 1)) if hi > lo else lo
+            g = model.goodput(gpus, sub * steps, steps)
+            if g > found[2]:
+                found = (sub * steps, steps, g)
+    return found
+
+
+@pytest.mark.parametrize("profile", [*CATALOGUE.values(), FLAT], ids=lambda p: p.name)
+def test_best_finds_the_point_of_the_plain_scan(profile: ModelProfile) -> None:
+    # the NumPy search over blocks of GPU counts returns exactly what evaluating every point does
+    for gpus, batch, noise_scale, max_batch_x in [(1, 32, 10.0, 32.0), (8, 128, 10.0, 32.0), (64, 128, 1.0, 4.0),
+                                                  (3, 7, 0.0, 1.0)]:  # fmt: skip
+        m0 = gpus * batch
+        model = GoodputModel(profile, m0, noise_scale * m0, max_batch_x * m0, float(max(max(profile.batches), batch)))
+        for k in [*range(70), 95, 96, 97, 1000, 2047, 2048, 2049, 6400]:
+            c = best(model, k)
+            assert (c.gpus, (c.batch, c.steps, c.goodput)) == (k, scan(model, k))
+
+
 def test_speedup_and_reallocation_penalty_by_hand() -> None:
     class Now:
         now = 1000.0
@@ -62,13 +91,14 @@ def test_speedup_and_reallocation_penalty_by_hand() -> None:
 
     policy.jobs[0] = JobModel(model, 500.0)
     policy.jobs[0].reallocations = 2
-    # best goodput on 2 GPUs over best goodput on the fair share of 4
+    # best goodput on 2 GPUs over best goodput on the fair share of 4; utility -1/speedup (p = -1)
     ratio = best(model, 2).goodput / best(model, 4).goodput
     assert 0 < ratio < 1
-    assert policy.speedup(Now(), job, 2, 0, 4.0) == pytest.approx(ratio)  # starts: no penalty
-    assert policy.speedup(Now(), job, 2, 2, 4.0) == pytest.approx(ratio)  # unchanged: no penalty
+    assert policy.term(Now(), job, 0, 4.0).u(2) == pytest.approx(-1 / ratio)  # starts: no penalty
+    assert policy.term(Now(), job, 2, 4.0).u(2) == pytest.approx(-1 / ratio)  # unchanged: no penalty
     # changed: x (T - N delta) / (T + delta) = (1000 - 2 x 40) / (1000 + 40)
-    assert policy.speedup(Now(), job, 2, 3, 4.0) == pytest.approx(ratio * 920 / 1040)
+    assert policy.term(Now(), job, 3, 4.0).u(2) == pytest.approx(-1 / (ratio * 920 / 1040))
+    assert policy.term(Now(), job, 3, 4.0).u(0) == -math.inf
     assert policy.utility(0.5) == -2.0 and policy.utility(0.0) == -math.inf
 
 

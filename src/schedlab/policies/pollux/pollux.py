@@ -39,7 +39,10 @@ from __future__ import annotations
 
 import heapq
 import math
+import operator
 import time
+from collections.abc import Callable
+from itertools import chain, compress
 from typing import Any
 
 import pandas as pd
@@ -47,7 +50,7 @@ import pandas as pd
 from schedlab.cluster.spec import ClusterSpec
 from schedlab.errors import ConfigError
 from schedlab.policies.pollux.goodput import Config, GoodputModel, best, best_at
-from schedlab.sim.engine import SimConfig
+from schedlab.sim.config import SimConfig
 from schedlab.sim.iteration import CATALOGUE, assign, iteration_time
 from schedlab.sim.job import RUNNING, Job
 from schedlab.sim.perf import PerfModel
@@ -58,15 +61,89 @@ MIN_PENALTY = 1e-3  # floor of the re-allocation factor, so a forced move stays 
 
 
 class JobModel:
-    """A job's goodput model, its goodput as submitted and its current batch configuration."""
+    """A job's goodput model, its goodput as submitted, its current batch configuration, the
+    GPUs of the allocation it was last seen holding and its best goodput on the last fair share
+    asked for."""
 
-    __slots__ = ("model", "base", "config", "reallocations")
+    __slots__ = ("model", "base", "config", "reallocations", "alloc", "gpus", "fair", "fair_goodput")
 
     def __init__(self, model: GoodputModel, base: float) -> None:
         self.model = model
         self.base = base
         self.config: Config | None = None
         self.reallocations = 0
+        self.alloc: tuple[tuple[int, tuple[int, ...]], ...] = ()
+        self.gpus = 0
+        self.fair = math.nan
+        self.fair_goodput = math.nan
+
+    def share(self, fair: float) -> float:
+        """Best goodput on ``fair`` GPUs (:func:`best_at`), recomputed when the fair share changes."""
+        if fair != self.fair:
+            self.fair, self.fair_goodput = fair, best_at(self.model, fair)
+        return self.fair_goodput
+
+    def held(self, job: Job) -> int:
+        """GPUs of ``job``'s allocation, recounted when the engine gives it another (a new tuple)."""
+        if job.alloc is not self.alloc:
+            self.alloc = job.alloc
+            self.gpus = sum(len(g) for _, g in job.alloc)
+        return self.gpus
+
+
+class Term:
+    """One job in a round: the GPU ``count`` planned for it and its term of the fitness by count,
+    the utility of §4.2's speedup (memoised; -inf on no GPU), with the re-allocation ``penalty``
+    on a count other than the ``current`` one of a job that holds GPUs. ``below``, ``at`` and
+    ``above`` are the utilities at ``count - 1``, ``count`` and ``count + 1``."""
+
+    __slots__ = ("idx", "count", "stamp", "current", "model", "base", "penalty", "utility", "memo",
+                 "below", "at", "above")  # fmt: skip
+
+    def __init__(self, job: Job, current: int, model: GoodputModel, base: float, penalty: float,
+                 utility: Callable[[float], float]) -> None:  # fmt: skip
+        self.idx = job.idx
+        self.stamp = 0  # count changes so far, to tell a job's latest heap entries
+        self.current = current
+        self.model = model
+        self.base = base  # best goodput on the fair share
+        self.penalty = penalty
+        self.utility = utility
+        self.memo = {0: -math.inf}
+        self.set(current)
+
+    def u(self, gpus: int) -> float:
+        """The utility on ``gpus`` GPUs."""
+        value = self.memo.get(gpus)
+        if value is None:
+            speedup = best(self.model, gpus).goodput / self.base
+            if self.current > 0 and gpus != self.current:
+                speedup *= self.penalty
+            value = self.memo[gpus] = self.utility(speedup)
+        return value
+
+    def set(self, count: int) -> None:
+        """Plan ``count`` GPUs."""
+        self.count = count
+        self.below = self.u(count - 1) if count else -math.inf
+        self.at, self.above = self.u(count), self.u(count + 1)
+
+    def step(self, by: int) -> None:
+        """One GPU more (``by`` = 1) or less (-1)."""
+        self.count += by
+        self.stamp += 1
+        if by > 0:
+            self.below, self.at, self.above = self.at, self.above, self.u(self.count + 1)
+        else:
+            self.below, self.at, self.above = self.u(self.count - 1), self.below, self.at
+
+    def gain(self) -> float:
+        """The utility of a GPU more."""
+        return self.above - self.at
+
+    def loss(self) -> float:
+        """The utility of a GPU less."""
+        return self.at - self.below
 
 
 class PolluxPerf(PerfModel):
@@ -80,8 +157,7 @@ class PolluxPerf(PerfModel):
         m = self.jobs.get(job.idx)
         if m is None:
             return super().rate(job, nodes)
-        gpus = sum(len(g) for _, g in job.alloc)
-        m.config = best(m.model, gpus)
+        m.config = best(m.model, m.held(job))
         return m.config.goodput / m.base
 
 
@@ -107,6 +183,7 @@ class Pollux(Policy):
         self.max_batch_x = max_batch_x
         self.seed = seed
         self.jobs: dict[int, JobModel] = {}
+        self.models: dict[GoodputModel, GoodputModel] = {}  # one per distinct model, so jobs share its memo
         self.delta = 0.0
         self.next_round = 0.0
         self.rounds = 0
@@ -132,6 +209,7 @@ class Pollux(Policy):
         m0 = gpus * batch
         model = GoodputModel(profile, m0, self.noise_scale * m0, self.max_batch_x * m0,
                              float(max(max(profile.batches), batch)))  # fmt: skip
+        model = self.models.setdefault(model, model)
         self.jobs[job.idx] = JobModel(model, m0 / iteration_time(profile, batch, 1, gpus))
 
     def on_finish(self, ctx: Context, job: Job) -> None:
@@ -158,97 +236,94 @@ class Pollux(Policy):
         if speedup <= 0:
             return -math.inf if self.p <= 0 else 0.0
         if self.p < 0:
-            return -(speedup**self.p)
-        return math.log(speedup) if self.p == 0 else speedup**self.p
+            return -float(speedup**self.p)
+        return math.log(speedup) if self.p == 0 else float(speedup**self.p)
 
-    def speedup(self, ctx: Context, job: Job, gpus: int, current: int, fair: float) -> float:
-        """§4.2's speedup of ``job`` on ``gpus`` GPUs, with the re-allocation penalty when that
-        differs from the ``current`` count of a job that holds GPUs."""
+    def term(self, ctx: Context, job: Job, current: int, fair: float) -> Term:
+        """``job``'s term of the fitness at this instant, at its ``current`` count."""
         m = self.jobs[job.idx]
-        s = best(m.model, gpus).goodput / best_at(m.model, fair)
-        if current > 0 and gpus != current:
+        penalty = 1.0
+        if current > 0:
             age = ctx.now - job.submit
-            s *= max(MIN_PENALTY, (age - m.reallocations * self.delta) / (age + self.delta))
-        return s
+            penalty = max(MIN_PENALTY, (age - m.reallocations * self.delta) / (age + self.delta))
+        return Term(job, current, m.model, m.share(fair), penalty, self.utility)
 
     def plan(self, ctx: Context) -> dict[int, int]:
         """GPU counts per active job (0 = wait); see the module docstring's search."""
-        total = sum(g for g, on in zip(ctx.state.node_gpus, ctx.state.on, strict=True) if on)
+        total = sum(compress(ctx.state.node_gpus, ctx.state.on))
         jobs = sorted(ctx.active.values(), key=lambda j: (j.submit, j.idx))
         fair = total / len(jobs)
-        admitted = jobs[:total]
-        current = {j.idx: (j.held_gpus if j.state == RUNNING else 0) for j in jobs}
-        count = {j.idx: current[j.idx] for j in admitted}
-        cache: dict[tuple[int, int], float] = {}
-
-        def u(job: Job, k: int) -> float:
-            key = (job.idx, k)
-            if key not in cache:
-                cache[key] = self.utility(self.speedup(ctx, job, k, current[job.idx], fair)) if k else -math.inf
-            return cache[key]
-
-        free = total - sum(count.values())
-        for job in admitted:  # (1) a GPU for every admitted job
-            if count[job.idx]:
+        terms = [self.term(ctx, j, self.jobs[j.idx].held(j) if j.state == RUNNING else 0, fair)
+                 for j in jobs[:total]]  # fmt: skip
+        free = total - sum(t.count for t in terms)
+        for t in terms:  # (1) a GPU for every admitted job
+            if t.count:
                 continue
             if free <= 0:
-                donors = [d for d in admitted if count[d.idx] >= 2]
-                donor = max(donors, key=lambda d: (u(d, count[d.idx] - 1) - u(d, count[d.idx]), -d.idx))
-                count[donor.idx] -= 1
+                donor = max((d for d in terms if d.count >= 2), key=lambda d: (-d.loss(), -d.idx))
+                donor.set(donor.count - 1)
                 free += 1
-            count[job.idx] = 1
+            t.set(1)
             free -= 1
-        # (2) single-GPU moves while the best one helps. The best two gains (a GPU more) and the
-        # least two losses (a GPU less) are read from heaps; a job's entries are pushed again
-        # when its count changes, and older ones are skipped (``stamp``).
-        stamp = {j.idx: 0 for j in admitted}
-        gains: list[tuple[float, int, int, Job]] = []  # (-gain, idx, stamp, job)
-        losses: list[tuple[float, int, int, Job]] = []  # (loss, idx, stamp, job)
+        self._move(terms, free, total)
+        target = {j.idx: 0 for j in jobs}
+        target.update((t.idx, t.count) for t in terms)
+        return target
 
-        def push(j: Job) -> None:
-            c = count[j.idx]
-            if c < total:
-                heapq.heappush(gains, (-(u(j, c + 1) - u(j, c)), j.idx, stamp[j.idx], j))
-            if c >= 2:
-                heapq.heappush(losses, (u(j, c) - u(j, c - 1), j.idx, stamp[j.idx], j))
+    @staticmethod
+    def _move(terms: list[Term], free: int, total: int) -> None:
+        """(2) single-GPU moves while the best one helps, at most ``2 total`` of them: each free
+        GPU to the job that gains most from it, then one GPU from a job to another. The best two
+        gains (a GPU more) and the least two losses (a GPU less) are read from heaps, ties to the
+        lower idx; a job's entries are pushed again when its count changes, and older ones are
+        skipped (``stamp``)."""
+        gains = [(-t.gain(), t.idx, 0, t) for t in terms if t.count < total]  # (-gain, idx, stamp, term)
+        heapq.heapify(gains)
+        budget = 2 * total
+        while free > 0 and budget:
+            if not gains or -gains[0][0] <= EPS:
+                return
+            t = gains[0][3]
+            t.step(1)
+            free -= 1
+            budget -= 1
+            if t.count < total:
+                heapq.heapreplace(gains, (-t.gain(), t.idx, t.stamp, t))
+            else:
+                heapq.heappop(gains)
+        losses = [(t.loss(), t.idx, t.stamp, t) for t in terms if t.count >= 2]  # (loss, idx, stamp, term)
+        heapq.heapify(losses)
 
-        def best_two(heap: list[tuple[float, int, int, Job]]) -> list[tuple[float, int, int, Job]]:
-            top: list[tuple[float, int, int, Job]] = []
-            while heap and len(top) < 2:
-                entry = heapq.heappop(heap)
-                if entry[2] == stamp[entry[1]]:
-                    top.append(entry)
-            for entry in top:
-                heapq.heappush(heap, entry)
+        def best_two(heap: list[tuple[float, int, int, Term]]) -> list[tuple[float, int, int, Term]]:
+            while heap and heap[0][2] != heap[0][3].stamp:
+                heapq.heappop(heap)
+            if len(heap) < 2:
+                return heap[:]
+            first = heapq.heappop(heap)
+            while heap and heap[0][2] != heap[0][3].stamp:
+                heapq.heappop(heap)
+            top = [first, heap[0]] if heap else [first]
+            heapq.heappush(heap, first)
             return top
 
-        def change(j: Job, by: int) -> None:
-            count[j.idx] += by
-            stamp[j.idx] += 1
-            push(j)
+        def change(t: Term, by: int) -> None:
+            t.step(by)
+            if t.count < total:
+                heapq.heappush(gains, (-t.gain(), t.idx, t.stamp, t))
+            if t.count >= 2:
+                heapq.heappush(losses, (t.loss(), t.idx, t.stamp, t))
 
-        for j in admitted:
-            push(j)
-        for _ in range(2 * total):
-            top_gains = best_two(gains)
-            if not top_gains:
-                break
-            if free > 0:
-                if -top_gains[0][0] <= EPS:
-                    break
-                change(top_gains[0][3], 1)
-                free -= 1
-                continue
-            moves = [(-g - loss, gj, lj) for g, _, _, gj in top_gains for loss, _, _, lj in best_two(losses)
-                     if gj is not lj]  # fmt: skip
+        for _ in range(budget):
+            top_gains, top_losses = best_two(gains), best_two(losses)
+            moves = [(-g - lost, to, frm) for g, _, _, to in top_gains for lost, _, _, frm in top_losses
+                     if to is not frm]  # fmt: skip
             if not moves:
-                break
+                return
             delta, to, frm = max(moves, key=lambda m: (m[0], -m[1].idx, -m[2].idx))
             if not delta > EPS:
-                break
+                return
             change(to, 1)
             change(frm, -1)
-        return {j.idx: count.get(j.idx, 0) for j in jobs}
 
     def apply(self, ctx: Context, target: dict[int, int]) -> None:
         """Pause, shrink, then grow and start jobs to reach ``target`` (counts per job)."""
@@ -257,13 +332,13 @@ class Pollux(Policy):
             want = target.get(job.idx, 0)
             if want == 0:
                 ctx.pause(job)
-            elif want < job.held_gpus:
+            elif want < self.jobs[job.idx].held(job):
                 self._resize(ctx, job, self._shrunk(job, want))
         grow = [ctx.active[i] for i, k in target.items() if k > 0
-                and (ctx.active[i].state != RUNNING or k > ctx.active[i].held_gpus)]  # fmt: skip
+                and (ctx.active[i].state != RUNNING or k > self.jobs[i].held(ctx.active[i]))]  # fmt: skip
         for job in sorted(grow, key=lambda j: (-target[j.idx], j.submit, j.idx)):
             alloc = self._placed(ctx, job, target[job.idx])
-            if alloc and (job.state != RUNNING or sum(c for _, c in alloc) > job.held_gpus):
+            if alloc and (job.state != RUNNING or sum(c for _, c in alloc) > self.jobs[job.idx].held(job)):
                 self._resize(ctx, job, alloc)
 
     def _resize(self, ctx: Context, job: Job, alloc: list[tuple[int, int]]) -> None:
@@ -289,7 +364,7 @@ class Pollux(Policy):
         """Nodes for ``want`` GPUs, counting the job's own GPUs as free (fewer when the
         cluster has fewer free; empty when none)."""
         s = ctx.state
-        free = [f if on else 0 for f, on in zip(s.free, s.on, strict=True)]
+        free = list(map(operator.mul, s.free, s.on))  # 0 on nodes that are off
         own = [node for node, _ in job.alloc] if job.state == RUNNING else []
         for node, gids in job.alloc if job.state == RUNNING else ():
             free[node] += len(gids)
@@ -297,14 +372,15 @@ class Pollux(Policy):
         if want <= 0:
             return []
         if want <= max(s.node_gpus):
-            fits = [n for n in range(len(free)) if free[n] >= want]
-            if fits:
-                node = next((n for n in own if free[n] >= want), None)
-                if node is None:
-                    node = min(fits, key=lambda n: (free[n], n))
-                return [(node, want)]
+            fit = next((n for n in own if free[n] >= want), None)
+            if fit is None:  # best fit: the fewest free GPUs that suffice, on the lowest node
+                fit = next((free.index(f) for f in range(want, max(free) + 1) if f in free), None)
+            if fit is not None:
+                return [(fit, want)]
         out = []
-        for node in [*own, *sorted((n for n in range(len(free)) if n not in own), key=lambda n: (-free[n], n))]:
+        owned = set(own)
+        by_free = sorted(range(len(free)), key=free.__getitem__, reverse=True)  # stable: ties by node
+        for node in chain(own, (n for n in by_free if n not in owned)):
             take = min(free[node], want)
             if take:
                 out.append((node, take))

@@ -83,8 +83,8 @@ class Simulation(Actions):
         perf: PerfModel | None = None,
         strict: bool = False,
     ) -> None:
-        self._strict = strict
         super().__init__(cluster, policy, config or SimConfig(), seed, perf)
+        self._ctx = self._context(strict)
         self._workload = workload
         self.origin = workload.origin
         self._check_workload(workload, self.cluster)
@@ -97,8 +97,8 @@ class Simulation(Actions):
         self._out = JobRecorder(self._n)
         self._ts = SeriesRecorder(self.state.type_names)
 
-    def _context(self) -> Context:
-        if self._strict:
+    def _context(self, strict: bool) -> Context:
+        if strict:
             from schedlab.sim.strict import StrictContext
 
             return StrictContext(self)

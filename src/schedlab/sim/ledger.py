@@ -57,11 +57,8 @@ class RunLedger:
         self._heap: list[Event] = []
         self._seq = itertools.count()
         self._colocated: dict[tuple[int, int], list[Job]] = {}
-        self._ctx: Context = self._context()
 
-    def _context(self) -> Context:
-        """What the policy's callbacks are handed (the run itself, or a guard around it)."""
-        raise NotImplementedError
+    _ctx: Context  # what the policy's callbacks are handed: set by the run (itself, or a guard around it)
 
     # ----- what a policy may ask -----------------------------------------------------------------
     @property

@@ -96,11 +96,11 @@ def occupancy(jobs: pd.DataFrame, times: np.ndarray) -> np.ndarray:
     return np.where(n_on > 0, on[n_on - 1], 0.0) - np.where(n_off > 0, off[n_off - 1], 0.0)
 
 
-def load_table(n_jobs: int, seed: int) -> str:
+def load_table(n_jobs: int, seed: int, profile: str = "gfs-a100") -> str:
     """Markdown: GPUs held by HP and by spot (x1, x2, x4) with no queueing, mean and daily peak.
 
     The HP tasks are the same at every spot scale (the scale adds spot tasks only)."""
-    traces = {scale: generate("gfs-a100", n_jobs, seed=seed, spot_scale=scale) for scale in (1, 2, 4)}
+    traces = {scale: generate(profile, n_jobs, seed=seed, spot_scale=scale) for scale in (1, 2, 4)}
     times = np.arange(86400.0, traces[1].meta["span_s"], 300.0)
     if times.size == 0:
         raise SystemExit("the load table needs more than one day of arrivals (raise --jobs)")
@@ -124,6 +124,21 @@ def load_table(n_jobs: int, seed: int) -> str:
     return "\n".join(lines)
 
 
+def gang_table(w) -> str:
+    """Markdown: the calibrated law of pods per gang task (published figure it matches, the
+    law's shares and its mean) beside the generated trace."""
+    j = w.jobs
+    gang = j[j["num_gpus"] > j["gpus_per_worker"]]
+    pods = (gang["num_gpus"] / gang["gpus_per_worker"]).round().astype(int)
+    law = PROFILES["gfs-a100-calibrated"].classes[0]
+    shares = pods.value_counts(normalize=True)
+    lines = ["| pods per gang task | " + " | ".join(map(str, law.worker_values)) + " | mean |",
+             "|---|" + "---|" * (len(law.worker_values) + 1),
+             "| law (%) | " + " | ".join(_pct(p) for p in law.worker_probs) + f" | {np.dot(law.worker_values, law.worker_probs):.2f} |",
+             "| generated (%) | " + " | ".join(_pct(shares.get(v, 0.0)) for v in law.worker_values) + f" | {pods.mean():.2f} |"]  # fmt: skip
+    return "\n".join(lines)
+
+
 def write_section(text: str, name: str, body: str) -> str:
     """``text`` with the lines between ``<!-- begin name -->`` and ``<!-- end name -->`` replaced."""
     pattern = re.compile(rf"(<!-- begin {name} -->\n).*?(<!-- end {name} -->)", re.S)
@@ -143,6 +158,8 @@ def main() -> None:
     sections = {
         "calibration": calibration(generate("gfs-a100", args.jobs, seed=args.seed)),
         "load": load_table(args.jobs, args.seed),
+        "load-calibrated": load_table(args.jobs, args.seed, "gfs-a100-calibrated"),
+        "gang-calibrated": gang_table(generate("gfs-a100-calibrated", args.jobs, seed=args.seed)),
     }
     text = args.doc.read_text()
     for name, body in sections.items():

@@ -214,7 +214,7 @@ def test_no_placement_is_tried_where_too_few_gpus_are_free_and_nothing_can_be_ev
     assert len(tried) >= 120 and all(tried)
 
 
-# ----- spot quota: the authors' simulator setting (issue 27) -------------------------------------
+# ----- spot quota and chronus: the authors' simulator setting -----------------------------------
 def quota_run(name: str, rows: list[dict], spot_quota: str) -> tuple[dict, Policy]:
     params = {"spot_quota": spot_quota, "quota_forecaster": "weekly-peak"}
     policy = make_policy(name, rng=np.random.default_rng(0), params=POLICIES[name].parse(params))
@@ -259,3 +259,57 @@ def test_spot_quota_parameter_rejects_unknown_values(name: str) -> None:
         POLICIES[name].parse({"quota_forecaster": "x"})
     assert POLICIES[name].parse({"spot_quota": "forecast"}).spot_quota == "forecast"
     assert POLICIES[name].parse({}).spot_quota == "none"
+
+
+def test_quota_eta_every_300_s_applies_eq_11_at_every_update() -> None:
+    """As the first quota test, with eq. 11 at every 300-s update (the authors' simulator): the
+    spot job's wait first exceeds theta at 4,500 s (eta 1.5, quota 3) and eta reaches 2.25 at
+    4,800 s (quota 4), where once per H it took until 10,800 s."""
+    rows = [job("hp", 0.0, 2, 400.0, priority_class="hp"), job("s", 700.0, 4, 100.0, priority_class="spot")]
+    params = {"spot_quota": "forecast", "quota_forecaster": "weekly-peak", "quota_eta_every_s": "300"}
+    policy = make_policy("yarn-cs-preempt", rng=np.random.default_rng(0), params=POLICIES["yarn-cs-preempt"].parse(params))
+    result = Simulation(workload(rows), cluster([4]), Checked(policy), config=NO_CKPT).run()
+    assert result.jobs.set_index("job_id").loc["s", "first_start_s"] == 4800.0
+    assert [t for t, _, _ in policy.gate.eta_trace[:2]] == [300.0, 600.0]
+
+
+@pytest.mark.parametrize("name", ["yarn-cs-preempt", "lyra", "fgd"])
+def test_quota_readings_reach_the_gate_and_bad_ones_are_refused(name: str) -> None:
+    params = {"spot_quota": "forecast", "quota_forecaster": "weekly-peak", "quota_wait_reading": "head", "quota_eta_every_s": "600"}
+    policy = make_policy(name, rng=np.random.default_rng(0), params=POLICIES[name].parse(params))
+    assert (policy.gate.config.wait_reading, policy.gate.config.eta_interval_s) == ("head", 600.0)
+    with pytest.raises(ConfigError, match=f"{name}: quota_wait_reading"):
+        POLICIES[name].parse({"quota_wait_reading": "median"})
+    with pytest.raises(ConfigError, match=f"{name}: quota_eta_every_s"):
+        POLICIES[name].parse({"quota_eta_every_s": "100"})
+
+
+def release_run(rows: list[dict], release: bool) -> tuple[dict, Policy]:
+    params = POLICIES["chronus"].parse({"release_all_s": "1200"} if release else {})
+    policy = make_policy("chronus", rng=np.random.default_rng(0), params=params)
+    config = SimConfig(checkpoint_s=0.0, restore_s=120.0, restart_s=0.0, checkpoint_interval_s=math.inf)
+    result = Simulation(workload(rows), cluster([4]), Checked(policy), config=config).run()
+    return result.jobs.set_index("job_id").to_dict("index"), policy
+
+
+def test_chronus_release_all_pays_the_release_cost_at_every_release() -> None:
+    """Alone on the cluster, a 3,000-s job is released at 1,200 and 2,400 s and placed again at
+    once, 120 s each time (the engine's restore_s); with per-job leases it is never paused."""
+    rows = [job("h", 0.0, 4, 3000.0, priority_class="hp")]
+    jobs, policy = release_run(rows, release=True)
+    assert jobs["h"]["preemptions"] == 2 and jobs["h"]["end_s"] == pytest.approx(3240.0)
+    assert policy.report(None)["chronus"]["solves"] == 0
+    leased, _ = release_run(rows, release=False)
+    assert leased["h"]["preemptions"] == 0 and leased["h"]["end_s"] == 3000.0
+
+
+def test_chronus_release_all_places_hp_first_at_the_release() -> None:
+    rows = [job("s", 0.0, 4, 1e4, priority_class="spot"), job("h", 10.0, 4, 1000.0, priority_class="hp")]
+    jobs, _ = release_run(rows, release=True)
+    assert jobs["h"]["first_start_s"] == 1200.0 and jobs["h"]["end_s"] == 2200.0  # no restore: it never ran
+    assert jobs["s"]["preemptions"] >= 1 and jobs["s"]["lost_work_s"] == 0.0
+
+
+def test_chronus_release_all_must_fall_on_the_tick_grid() -> None:
+    with pytest.raises(ConfigError, match="release_all_s"):
+        POLICIES["chronus"].parse({"release_all_s": "1000"})

@@ -37,7 +37,7 @@ REPORT_KEYS = ("tables", "load_axis")
 TABLE_KEYS = ("title", "rows", "metrics", "labels", "units", "where", "ratio_to", "ratio", "digits", "paper")
 RATIOS = ("baseline/row", "row/baseline")
 TABLE_UNITS = {"s": 1.0, "min": 60.0, "h": 3600.0, "d": 86400.0, "x": 1.0, "%": 0.01, "": 1.0}
-SPOT_PROFILES = ("gfs", "gfs-a100")
+SPOT_PROFILES = ("gfs", "gfs-a100", "gfs-a100-calibrated")
 
 
 @dataclass(frozen=True)

@@ -419,6 +419,7 @@ class GfsProfile(Profile):
 # The GFS paper's simulation setup (§4.1): one cluster of 287 eight-GPU A100 nodes, the tasks of Table 3.
 GFS_A100_TASKS = {"hp": 138_403, "spot": 26_635}  # Table 3, submitted Apr-Jun 2024
 GFS_A100_DAYS = 91  # 2024-04-01 to 2024-06-30
+GFS_A100_GPUS = 2296  # §4.1: 287 nodes x 8 A100
 GFS_A100_GPU = "A100-SXM4-80GB"  # the A100 model name of the GFS inventory (node_info_df.csv)
 _POD_GPUS = (0.5, 1.0, 2.0, 4.0, 8.0)  # Table 3 columns <1, 1, 2, 4, 8 (a "<1" pod asks for half a card)
 _HP_POD_PCT = (0.11, 55.11, 13.37, 7.53, 23.69)  # Table 3, HP row (sums to 99.81 %)
@@ -426,6 +427,13 @@ _SPOT_POD_PCT = (0.82, 67.35, 5.67, 12.00, 14.04)  # Table 3, spot row (sums to 
 _HP_GANG, _SPOT_GANG = 0.0866, 0.2726  # Table 3, "Gang: Yes"
 _GANG_PODS = (2, 4, 8, 16)
 _GANG_POD_PROBS = (8 / 15, 4 / 15, 2 / 15, 1 / 15)  # each doubling half as frequent (assumption)
+# The calibrated profile's pods per gang task: 2, 4, ..., 128 pods, 128 being the first power of two
+# above the 94 workers of the largest A100 spot job shown in the released trace's README
+# (alibaba/clusterdata, cluster-trace-v2026-spot-gpu), each doubling ``ratio`` times as frequent.
+_CALIBRATED_MAX_PODS = 128
+# §3.2.2, Fig. 8: Cluster B (about 2,000 A100 GPUs, the nearest in size to the evaluation's 2,296)
+# averages a 68.51 % GPU allocation rate; HP + spot x1 offer this much in the calibrated profile.
+GFS_CLUSTER_B_ALLOCATION = 0.6851
 # Table 5(a), GFS row: JCT and JQT (s). HP tasks are never evicted, so HP work = JCT - JQT; the p99
 # JCT (29,304.5 s under GFS and Lyra, 29,308.5 under YARN-CS and FGD) is taken as the work's p99.
 _HP_JCT, _HP_JQT, _HP_JCT_P99 = 17_777.1, 28.4, 29_304.5
@@ -475,8 +483,13 @@ def lognormal_mean_sigma(mean: float, sigma: float) -> LognormalMix:
 _HP_WORK = lognormal_mean_p99(_HP_JCT - _HP_JQT, _HP_JCT_P99)
 
 
-def _gfs_a100_class(name: str, pod_pct: tuple[float, ...], gang: float, duration: LognormalMix) -> JobClass:
-    """One priority class of the gfs-a100 profile: Table 3's task share, pod GPU mix and gang share."""
+_SPOT_WORK = lognormal_mean_sigma(_SPOT_JCT - _SPOT_JQT, _HP_WORK.sigmas[0])
+
+
+def _gfs_a100_class(name: str, pod_pct: tuple[float, ...], gang: float, duration: LognormalMix,
+                    pods: tuple[int, ...], pod_probs: tuple[float, ...]) -> JobClass:  # fmt: skip
+    """One priority class of the gfs-a100 profiles: Table 3's task share, pod GPU mix and gang
+    share, and a law of pods per gang task (not published)."""
     probs = normalised(pod_pct)
     return JobClass(
         name=name,
@@ -486,10 +499,64 @@ def _gfs_a100_class(name: str, pod_pct: tuple[float, ...], gang: float, duration
         solo_gpu_probs=solo_mix(_POD_GPUS, probs, gang),
         per_worker=True,
         gang_share=gang,
-        worker_values=_GANG_PODS,
-        worker_probs=_GANG_POD_PROBS,
+        worker_values=pods,
+        worker_probs=pod_probs,
         duration=duration,
     )
+
+
+def gfs_a100_classes(pods: tuple[int, ...], pod_probs: tuple[float, ...]) -> tuple[JobClass, JobClass]:
+    """The HP and spot classes of Table 3 with this law of pods per gang task."""
+    return (_gfs_a100_class("hp", _HP_POD_PCT, _HP_GANG, _HP_WORK, pods, pod_probs),
+            _gfs_a100_class("spot", _SPOT_POD_PCT, _SPOT_GANG, _SPOT_WORK, pods, pod_probs))  # fmt: skip
+
+
+def doubling_law(ratio: float, max_pods: int) -> tuple[tuple[int, ...], tuple[float, ...]]:
+    """Pods 2, 4, ..., ``max_pods`` (a power of two), each doubling ``ratio`` times as frequent
+    as the one before (``ratio`` 0.5 gives every gang size the same share of gang GPU time)."""
+    pods = tuple(2**k for k in range(1, int(math.log2(max_pods)) + 1))
+    weights = [ratio**i for i in range(len(pods))]
+    return pods, tuple(w / sum(weights) for w in weights)
+
+
+def mean_gpus_per_task(jc: JobClass) -> float:
+    """Expected GPUs of one task of a per-worker class: non-gang tasks draw the solo mix, gang
+    tasks their pods times the mix restricted to whole GPUs (as the generator draws them)."""
+    values = np.asarray(jc.gpu_values, dtype=float)
+    solo = np.asarray(jc.solo_gpu_probs or jc.gpu_probs)
+    whole = np.where(values >= 1, jc.gpu_probs, 0.0)
+    pods = float(np.dot(jc.worker_values, jc.worker_probs))
+    return float((1 - jc.gang_share) * solo @ values + jc.gang_share * pods * (whole @ values) / whole.sum())
+
+
+def mean_work_s(duration: LognormalMix) -> float:
+    """Mean of a lognormal mixture (before the profile's clipping, which hardly binds here)."""
+    return sum(w * m * math.exp(s**2 / 2) for w, m, s in zip(duration.weights, duration.medians_s, duration.sigmas))
+
+
+def offered_gpus(classes: Sequence[JobClass], tasks_per_day: Mapping[str, float]) -> float:
+    """Mean GPUs the classes' tasks would hold, each running from its submission: the sum over
+    classes of arrival rate x mean work x mean GPUs per task (Little's law)."""
+    return sum(tasks_per_day[c.name] / DAY_S * mean_work_s(c.duration or _HP_WORK) * mean_gpus_per_task(c)
+               for c in classes)  # fmt: skip
+
+
+def calibrated_gang_ratio(allocation: float, max_pods: int = _CALIBRATED_MAX_PODS) -> float:
+    """The ``ratio`` of :func:`doubling_law` at which Table 3's HP and spot (x1) tasks offer
+    ``allocation`` of the 2,296 GPUs. The offered GPUs are linear in the mean pods per gang
+    task, which grows with the ratio: two laws give the line, bisection the ratio."""
+    rates = {name: count / GFS_A100_DAYS for name, count in GFS_A100_TASKS.items()}
+    laws = [doubling_law(r, max_pods) for r in (0.0, 1.0)]
+    means = [float(np.dot(*law)) for law in laws]
+    offered = [offered_gpus(gfs_a100_classes(*law), rates) for law in laws]
+    pods = means[0] + (allocation * GFS_A100_GPUS - offered[0]) * (means[1] - means[0]) / (offered[1] - offered[0])
+    if not means[0] <= pods <= means[1]:
+        raise ConfigError(f"no doubling ratio up to {max_pods} pods offers {allocation:.2%} of the GPUs")
+    lo, hi = 0.0, 1.0
+    for _ in range(50):
+        mid = (lo + hi) / 2
+        lo, hi = (mid, hi) if np.dot(*doubling_law(mid, max_pods)) < pods else (lo, mid)
+    return (lo + hi) / 2
 
 
 @dataclass(frozen=True)
@@ -529,6 +596,12 @@ class GfsA100Profile(GfsProfile):
       published: the mean of orgA and orgB's ratios, and no weekend drop.
     - checkpoints: the paper gives no interval, so ``checkpoint_interval_s`` is left empty and the
       engine's ``--checkpoint-interval-s`` (default 1,800 s) applies.
+    - ``resident_days`` (default 0): HP tasks submitted over that many days before the window,
+      at the same rates, so the window opens on a loaded cluster and a trained forecaster, as in
+      the authors' simulator, which runs the HP tasks of the months before its scored window. Their
+      class is ``hp-resident``: they load the cluster and count as HP demand, and the ``hp``
+      metrics leave them out. The window's tasks are the same as without them, ``resident_days``
+      later.
     - one GPU type (``A100-SXM4-80GB``, the GFS inventory's name); 16 CPUs per GPU (an A100 node's
       128 vCPUs / 8) and 5 users with 3 name templates per organisation are assumptions; durations
       do not depend on the template or the GPU count (nothing published). Final state "unknown".
@@ -536,12 +609,9 @@ class GfsA100Profile(GfsProfile):
 
     name: str = "gfs-a100"
     origin: str = "2024-04-01"
-    cluster_gpus: int = 2296
+    cluster_gpus: int = GFS_A100_GPUS
     jobs_per_day: float | None = sum(GFS_A100_TASKS.values()) / GFS_A100_DAYS
-    classes: tuple[JobClass, ...] = (
-        _gfs_a100_class("hp", _HP_POD_PCT, _HP_GANG, _HP_WORK),
-        _gfs_a100_class("spot", _SPOT_POD_PCT, _SPOT_GANG, lognormal_mean_sigma(_SPOT_JCT - _SPOT_JQT, _HP_WORK.sigmas[0])),
-    )
+    classes: tuple[JobClass, ...] = gfs_a100_classes(_GANG_PODS, _GANG_POD_PROBS)
     duration: LognormalMix = _HP_WORK
     max_duration_s: float = 7 * 86400.0
     tenants: tuple[str, ...] = ("orgA", "orgB", "orgC", "orgD")
@@ -562,10 +632,13 @@ class GfsA100Profile(GfsProfile):
     gpu_types: tuple[str, ...] = (GFS_A100_GPU,)
     gpu_type_weights: tuple[float, ...] = (1.0,)
     gpu_type_max_per_worker: tuple[float, ...] = (8.0,)
-    gpu_type_total: tuple[float, ...] = (2296.0,)
+    gpu_type_total: tuple[float, ...] = (float(GFS_A100_GPUS),)
+    resident_days: float = 0.0
 
     def __post_init__(self) -> None:
         super().__post_init__()
+        if not 0 <= self.resident_days < math.inf:
+            raise ConfigError(f"profile {self.name!r}: resident_days must be a finite number >= 0 (got {self.resident_days:g})")
         n_t = len(self.tenants)
         if len(self.org_peak_ratio) != n_t or len(self.org_weekend) != n_t:
             raise ConfigError(f"profile {self.name!r}: org_peak_ratio and org_weekend need one value per tenant")
@@ -600,6 +673,10 @@ PROFILES: Mapping[str, Profile | HadarProfile] = MappingProxyType(
         "philly": PhillyProfile(),
         "gfs": GfsProfile(),
         "gfs-a100": GfsA100Profile(),
+        "gfs-a100-calibrated": GfsA100Profile(
+            name="gfs-a100-calibrated",
+            classes=gfs_a100_classes(*doubling_law(calibrated_gang_ratio(GFS_CLUSTER_B_ALLOCATION), _CALIBRATED_MAX_PODS)),
+        ),
         "hadar": HadarProfile(),
         "hadar-uniform": HadarProfile(name="hadar-uniform", reading="uniform"),
     }
@@ -659,20 +736,30 @@ def generate(
         p["submit_s"] = _arrival_times(r, p["tenant"], patterns, span_s)
     jobs = {key: np.concatenate([p[key] for p in parts]) for key in parts[0]}
     jobs["state"] = _final_states(shared_rng, params, jobs["num_gpus"] * jobs["duration_s"])
-    frame = _frame(params, jobs)
     work = float(np.sum(jobs["num_gpus"] * jobs["duration_s"]))
-    meta = {
+    class_names = [c.name for c in params.classes]
+    resident_s = params.resident_days * DAY_S if isinstance(params, GfsA100Profile) else 0.0
+    if resident_s > 0:
+        origin -= pd.Timedelta(seconds=resident_s)
+        residents = _residents(rng.spawn(1)[0], params, origin, resident_s, counts[0] / span_s, templates)
+        jobs["submit_s"] = jobs["submit_s"] + resident_s
+        jobs = {key: np.concatenate([residents[key], jobs[key]]) for key in jobs}
+        class_names.append(RESIDENT)
+    frame = _frame(params, jobs, class_names)
+    meta: dict[str, Any] = {
         "generator": "schedlab.workload.synthetic",
         "profile": params.name,
         "seed": seed,
         "n_jobs": len(frame),
-        "class_counts": {c.name: k for c, k in zip(params.classes, counts)},
+        "class_counts": dict(zip(class_names, np.bincount(jobs["class"], minlength=len(class_names)).tolist())),
         "cluster_gpus": params.cluster_gpus,
         "load": params.load,
         "span_s": span_s,
         "offered_load": work / (params.cluster_gpus * span_s) if span_s > 0 else float("nan"),
         "params": dataclasses.asdict(params),
     }
+    if resident_s > 0:
+        meta["window_start_s"] = resident_s  # offered_load and span_s are the window's
     return Workload(jobs=frame, source=f"synthetic:{params.name}", origin=origin, meta=meta)
 
 
@@ -884,7 +971,22 @@ def _final_states(rng: np.random.Generator, p: Profile, gpu_time: np.ndarray) ->
     return states
 
 
-def _frame(p: Profile, jobs: dict[str, np.ndarray]) -> pd.DataFrame:
+RESIDENT = "hp-resident"  # the class of the HP tasks submitted before the window (``resident_days``)
+
+
+def _residents(rng: np.random.Generator, p: Profile, origin: pd.Timestamp, span_s: float, rate_per_s: float,
+               templates: tuple[np.ndarray, np.ndarray]) -> dict[str, np.ndarray]:  # fmt: skip
+    """HP tasks over the ``span_s`` before the window at the window's HP rate (the first class),
+    each organisation's week read from the earlier ``origin``; class index = one past the profile's."""
+    n = round(rate_per_s * span_s)
+    jobs = _class_jobs(rng, p, 0, n, templates)
+    jobs["submit_s"] = _arrival_times(rng, jobs["tenant"], p.tenant_patterns(rng, origin), span_s)
+    jobs["class"] = np.full(n, len(p.classes))
+    jobs["state"] = _final_states(rng, p, jobs["num_gpus"] * jobs["duration_s"])
+    return jobs
+
+
+def _frame(p: Profile, jobs: dict[str, np.ndarray], class_names: Sequence[str]) -> pd.DataFrame:
     """The canonical frame (all columns, canonical dtypes) in submit order, with ids and names."""
     order = np.argsort(jobs["submit_s"], kind="stable")
     jobs = {k: v[order] for k, v in jobs.items()}
@@ -901,7 +1003,7 @@ def _frame(p: Profile, jobs: dict[str, np.ndarray]) -> pd.DataFrame:
         "gpus_per_worker": jobs["gpus_per_worker"],
         "gpu_type": _take([*p.gpu_types, ""], jobs["gpu_type"] % (len(p.gpu_types) + 1)),
         "duration_s": jobs["duration_s"],
-        "priority_class": _take([c.name for c in p.classes], jobs["class"]),
+        "priority_class": _take(list(class_names), jobs["class"]),
         "num_cpus": np.maximum(1.0, np.ceil(jobs["num_gpus"] * p.cpus_per_gpu)),
         "checkpoint_interval_s": nan,
         "model": _take([""], np.zeros(n, dtype=int)),

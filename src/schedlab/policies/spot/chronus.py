@@ -27,6 +27,11 @@ SLO jobs of Chronus become HP jobs and its best-effort jobs become spot jobs):
   lost) and re-queued; selected expiring jobs get a new lease in place; selected pending jobs
   are placed with the placer in HP-first FCFS order. A fractional job counts as one GPU.
 
+``release_all_s`` (off by default) is Chronus as the authors' GFS simulator runs it: every
+1,200 s every running job is released and queued again at a cost of 120 s (the engine's
+``restore_s``), and the queues are placed again, HP first, with no MILP; its queue order
+(largest pods first) is not followed here, the queues keep submission order.
+
 Deviations: the MILP sees capacity per group, not per node, so a selected pending job that
 the placer cannot place (fragmentation) waits for the next boundary; Chronus' deadline
 profiling and its consolidation/local-search placement are not modelled.
@@ -45,6 +50,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from schedlab.errors import ConfigError
 from schedlab.sim.policy import Context, Policy
 from schedlab.policies.common.queues import ClassQueues, job_shape
 from schedlab.policies.common.placers import Placer
@@ -62,10 +68,18 @@ class ChronusConfig:
     spot_lease_s: float = help_field(300.0, "lease of a spot job (s)")
     tick_s: float = help_field(300.0, "grid of lease boundaries (s)")
     max_candidates: int = help_field(256, "most jobs in one lease auction")
+    release_all_s: float | None = help_field(None, "every this many seconds (a multiple of tick_s) every running job is "
+                                             "paused and all jobs are placed again, HP first, no MILP: the authors' "
+                                             "GFS simulator (1200, with --restore-s 120); none = leases and the MILP")  # fmt: skip
 
     def __post_init__(self) -> None:
         if not (self.hp_lease_s > 0 and self.spot_lease_s > 0 and self.tick_s > 0 and self.max_candidates >= 1):
-            raise ValueError("lease lengths and tick_s must be positive, max_candidates at least 1")
+            raise ConfigError("chronus: lease lengths and tick_s must be positive, max_candidates at least 1")
+        if self.release_all_s is not None:
+            ticks = self.release_all_s / self.tick_s
+            if not self.release_all_s > 0 or abs(ticks - round(ticks)) > 1e-9:
+                raise ConfigError(f"chronus: release_all_s must be none or a positive multiple of tick_s "
+                                  f"({self.tick_s:g} s) (got {self.release_all_s!r})")  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -185,9 +199,12 @@ class Chronus(Policy):
     # ----- leases ------------------------------------------------------------------------------
 
     def _lease(self, ctx: Context, job: Job) -> None:
-        length = self.config.spot_lease_s if job.cls == SPOT else self.config.hp_lease_s
-        tick = self.config.tick_s
-        end = math.ceil((ctx.now + length) / tick - 1e-9) * tick
+        every = self.config.release_all_s
+        if every is not None:  # every lease ends at the next common release
+            end = (math.floor(ctx.now / every + 1e-9) + 1) * every
+        else:
+            length = self.config.spot_lease_s if job.cls == SPOT else self.config.hp_lease_s
+            end = math.ceil((ctx.now + length) / self.config.tick_s - 1e-9) * self.config.tick_s
         self.lease_end[job.idx] = end
         self.expiry.setdefault(end, {})[job.idx] = job
 
@@ -204,6 +221,10 @@ class Chronus(Policy):
         return True
 
     def _boundary(self, ctx: Context, expiring: list[Job]) -> None:
+        self.boundaries += 1
+        if self.config.release_all_s is not None:
+            self._release_all(ctx, expiring)
+            return
         state = ctx.state
         freed = {state.node_group[node] for job in expiring for node, _ in job.alloc}
         pending = list(itertools.islice(self._pending_in(ctx, freed), self.config.max_candidates))
@@ -218,7 +239,6 @@ class Chronus(Policy):
         for job in expiring:
             for node, gids in job.alloc:
                 capacity[state.node_group[node]] += len(gids)
-        self.boundaries += 1
         if uncontended(candidates, capacity):
             granted: list[int | None] = [c.groups[0] for c in candidates]
         else:
@@ -238,6 +258,15 @@ class Chronus(Policy):
         for job, group in zip(jobs, granted):
             if group is not None and job.state == PENDING and self._grant(ctx, job):
                 self._dequeue(ctx, job)
+
+    def _release_all(self, ctx: Context, expiring: list[Job]) -> None:
+        """Pause every running job and queue it again; :meth:`schedule` then places the queues,
+        HP first, each by submission (``release_all_s``)."""
+        for job in expiring:
+            ctx.pause(job)
+            self.pauses += 1
+            del self.lease_end[job.idx]
+            self._enqueue(ctx, job)
 
     def report(self, jobs: pd.DataFrame) -> dict[str, Any]:
         """``{"chronus": ...}``: pauses at lease ends, boundaries decided, MILPs solved (only

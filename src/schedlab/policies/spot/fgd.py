@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from schedlab.policies.params import help_field
 from schedlab.policies.common.placers import Alloc, Placer, worker_size
 from schedlab.policies.spot.quota import check_quota
-from schedlab.policies.spot.spot_fcfs import FORECASTER_HELP, QUOTA_HELP, SpotFCFS, evict_mode
+from schedlab.policies.spot.spot_fcfs import ETA_EVERY_HELP, FORECASTER_HELP, QUOTA_HELP, WAIT_HELP, SpotFCFS, evict_mode
 from schedlab.sim.job import Job
 from schedlab.sim.policy import Context
 
@@ -51,10 +51,12 @@ class FgdParams:
     evict: str = help_field("kill", "how a spot victim is stopped: kill (the paper) or pause (checkpointed by the cost model)")
     spot_quota: str = help_field("none", QUOTA_HELP)
     quota_forecaster: str = help_field("orglinear", FORECASTER_HELP)
+    quota_eta_every_s: float | None = help_field(None, ETA_EVERY_HELP)
+    quota_wait_reading: str = help_field("longest", WAIT_HELP)
 
     def __post_init__(self) -> None:
         evict_mode("fgd", self.evict)
-        check_quota("fgd", self.spot_quota, self.quota_forecaster)
+        check_quota("fgd", self.spot_quota, self.quota_forecaster, self.quota_eta_every_s, self.quota_wait_reading)
 
 
 class FGD(SpotFCFS):
@@ -63,8 +65,10 @@ class FGD(SpotFCFS):
     name = "fgd"
 
     def __init__(self, placer: Placer, *, window: int = 1000, evict: str = "kill", spot_quota: str = "none",
-                 quota_forecaster: str = "orglinear", seed: int = 0) -> None:  # fmt: skip
-        super().__init__(placer, evict=evict, spot_quota=spot_quota, quota_forecaster=quota_forecaster, seed=seed)
+                 quota_forecaster: str = "orglinear", quota_eta_every_s: float | None = None,
+                 quota_wait_reading: str = "longest", seed: int = 0) -> None:  # fmt: skip
+        super().__init__(placer, evict=evict, spot_quota=spot_quota, quota_forecaster=quota_forecaster,
+                         quota_eta_every_s=quota_eta_every_s, quota_wait_reading=quota_wait_reading, seed=seed)  # fmt: skip
         self.window = window
         self.recent: dict[str, deque[int]] = {}
         self.units: dict[str, Counter[int]] = {}

@@ -35,7 +35,7 @@ from schedlab.policies.gfs.pts import waste
 from schedlab.policies.common.placers import Alloc, Placer, take_workers, worker_size
 from schedlab.policies.params import help_field
 from schedlab.policies.spot.quota import check_quota
-from schedlab.policies.spot.spot_fcfs import FORECASTER_HELP, QUOTA_HELP, SPOT, SpotFCFS
+from schedlab.policies.spot.spot_fcfs import ETA_EVERY_HELP, FORECASTER_HELP, QUOTA_HELP, SPOT, WAIT_HELP, SpotFCFS
 from schedlab.sim.job import Job
 from schedlab.sim.policy import ClusterView, Context
 
@@ -131,9 +131,11 @@ class LyraParams:
 
     spot_quota: str = help_field("none", QUOTA_HELP)
     quota_forecaster: str = help_field("orglinear", FORECASTER_HELP)
+    quota_eta_every_s: float | None = help_field(None, ETA_EVERY_HELP)
+    quota_wait_reading: str = help_field("longest", WAIT_HELP)
 
     def __post_init__(self) -> None:
-        check_quota("lyra", self.spot_quota, self.quota_forecaster)
+        check_quota("lyra", self.spot_quota, self.quota_forecaster, self.quota_eta_every_s, self.quota_wait_reading)
 
 
 class Lyra(SpotFCFS):
@@ -144,8 +146,9 @@ class Lyra(SpotFCFS):
     loaned: NodeSet  # made by setup
 
     def __init__(self, placer: Placer, *, spot_quota: str = "none", quota_forecaster: str = "orglinear",
-                 seed: int = 0) -> None:  # fmt: skip
-        super().__init__(placer, spot_quota=spot_quota, quota_forecaster=quota_forecaster, seed=seed)
+                 quota_eta_every_s: float | None = None, quota_wait_reading: str = "longest", seed: int = 0) -> None:  # fmt: skip
+        super().__init__(placer, spot_quota=spot_quota, quota_forecaster=quota_forecaster,
+                         quota_eta_every_s=quota_eta_every_s, quota_wait_reading=quota_wait_reading, seed=seed)  # fmt: skip
         self.fractions_on: dict[int, dict[int, Job]] = {}  # node -> fractional spot jobs
         self.reclaims = 0
 

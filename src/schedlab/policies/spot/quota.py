@@ -10,7 +10,8 @@ if the spot GPUs in use plus its request stay within the forecast quota. With
 (:class:`SpotQuota`, ``S0`` and ``Sa`` from :func:`supply`) and eq. 11's ``eta`` feedback
 from the spot eviction rate (:class:`SpotRuns`) and queueing time (:func:`spot_waits`), all
 on :class:`SqaConfig`'s defaults (Table 4: ``H`` = 1 h, ``p`` = 0.9, updated every 300 s,
-``eta`` once per ``H``). A baseline that evicts more thus has its ``eta`` cut by eq. 11 and
+``eta`` once per ``H``, ``l`` the longest spot wait over ``H``; ``quota_eta_every_s=300`` and
+``quota_wait_reading=head`` are the authors' simulator's readings). A baseline that evicts more thus has its ``eta`` cut by eq. 11 and
 its quota shrinks, as under GFS. ``spot_quota="none"`` (the default) is the paper text's
 reading: no quota, the gate is not built.
 """
@@ -32,12 +33,25 @@ FORECASTERS = ("orglinear", "weekly-peak")
 TICK = "spot-quota-tick"
 
 
-def check_quota(policy: str, spot_quota: str, forecaster: str) -> None:
-    """``spot_quota`` and ``quota_forecaster`` checked against their choices."""
+def check_quota(policy: str, spot_quota: str, forecaster: str, eta_every_s: float | None = None,
+                wait_reading: str = "longest") -> SqaConfig:  # fmt: skip
+    """``spot_quota`` and ``quota_forecaster`` checked against their choices; the gate's
+    :class:`SqaConfig` (Table 4's defaults with these two readings of eq. 11)."""
     if spot_quota not in SPOT_QUOTAS:
         raise ConfigError(f"{policy}: spot_quota must be one of {', '.join(SPOT_QUOTAS)} (got {spot_quota!r})")
     if forecaster not in FORECASTERS:
         raise ConfigError(f"{policy}: quota_forecaster must be one of {', '.join(FORECASTERS)} (got {forecaster!r})")
+    try:
+        return SqaConfig(eta_every_s=eta_every_s, wait_reading=wait_reading)
+    except ConfigError as err:
+        raise ConfigError(f"{policy}: quota_{str(err).removeprefix('gfs: ')}") from None
+
+
+def make_gate(policy: str, spot_quota: str, forecaster: str, eta_every_s: float | None, wait_reading: str,
+              seed: int) -> QuotaGate | None:  # fmt: skip
+    """The gate of ``spot_quota="forecast"``, None for ``"none"``."""
+    config = check_quota(policy, spot_quota, forecaster, eta_every_s, wait_reading)
+    return QuotaGate(make_forecaster(forecaster, seed), config) if spot_quota == "forecast" else None
 
 
 def make_forecaster(kind: str, seed: int) -> DemandForecaster:

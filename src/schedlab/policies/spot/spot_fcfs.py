@@ -38,7 +38,7 @@ from schedlab.policies.params import help_field
 from schedlab.sim.policy import Context, Policy
 from schedlab.policies.common.queues import ClassQueues, Key, job_shape
 from schedlab.policies.common.placers import Alloc, Placer
-from schedlab.policies.spot.quota import FORECASTERS, SPOT_QUOTAS, QuotaGate, check_quota, make_forecaster
+from schedlab.policies.spot.quota import FORECASTERS, SPOT_QUOTAS, check_quota, make_gate
 from schedlab.sim.job import Job
 
 SPOT = "spot"
@@ -46,6 +46,8 @@ EVICT_MODES = ("kill", "pause")
 QUOTA_HELP = (f"spot admission: {' or '.join(SPOT_QUOTAS)}; none = no quota (the paper text, §4.1), forecast = "
               "GFS's spot quota of eqs. 9-11 (the authors' public simulator)")
 FORECASTER_HELP = f"HP demand forecaster of spot_quota=forecast: {' or '.join(FORECASTERS)} (as gfs, gfs-e)"
+ETA_EVERY_HELP = "spot_quota=forecast: eq. 11 interval, seconds; none = once per H (as gfs; the authors' simulator: 300)"
+WAIT_HELP = "spot_quota=forecast: l of eq. 11, 'longest' spot wait over H (as gfs) or the queue 'head' now (the authors' simulator)"
 
 
 @dataclass(frozen=True)
@@ -55,10 +57,12 @@ class SpotEvictParams:
     evict: str = help_field("kill", "how a spot victim is stopped: kill (the paper) or pause (checkpointed by the cost model)")
     spot_quota: str = help_field("none", QUOTA_HELP)
     quota_forecaster: str = help_field("orglinear", FORECASTER_HELP)
+    quota_eta_every_s: float | None = help_field(None, ETA_EVERY_HELP)
+    quota_wait_reading: str = help_field("longest", WAIT_HELP)
 
     def __post_init__(self) -> None:
         evict_mode("yarn-cs-preempt", self.evict)
-        check_quota("yarn-cs-preempt", self.spot_quota, self.quota_forecaster)
+        check_quota("yarn-cs-preempt", self.spot_quota, self.quota_forecaster, self.quota_eta_every_s, self.quota_wait_reading)
 
 
 def evict_mode(policy: str, evict: str) -> str:
@@ -74,11 +78,11 @@ class SpotFCFS(Policy):
     name = "spot-fcfs"
 
     def __init__(self, placer: Placer, *, evict: str = "kill", spot_quota: str = "none",
-                 quota_forecaster: str = "orglinear", seed: int = 0) -> None:  # fmt: skip
+                 quota_forecaster: str = "orglinear", quota_eta_every_s: float | None = None,
+                 quota_wait_reading: str = "longest", seed: int = 0) -> None:  # fmt: skip
         self.placer = placer
         self.evict_mode = evict_mode(self.name, evict)
-        check_quota(self.name, spot_quota, quota_forecaster)
-        self.gate = QuotaGate(make_forecaster(quota_forecaster, seed)) if spot_quota == "forecast" else None
+        self.gate = make_gate(self.name, spot_quota, quota_forecaster, quota_eta_every_s, quota_wait_reading, seed)
         self.pending = ClassQueues()
         self.blocked: set[Key] = set()  # HP shapes no eviction could place, until a finish
         self.alloc_of: dict[int, Held] = {}  # running jobs' allocation

@@ -234,6 +234,29 @@ def test_queue_offers_the_largest_job_first() -> None:
     assert jobs.loc["eight", "first_start_s"] == 0.0 and jobs.loc["one", "first_start_s"] == 100.0
 
 
+@pytest.mark.parametrize(("queue", "solo_first"), [("pod", True), ("total", False), ("fcfs", False)])
+def test_queue_order_keys(queue: str, solo_first: bool) -> None:
+    """Behind an 8-GPU HP job: a gang of 4 pods x 2 GPUs (8 in all) submitted before a single
+    4-GPU pod. 'pod' (the public simulator: most GPUs per pod, fewest pods) starts the single
+    pod first; 'total' (most GPUs in all) and 'fcfs' start the gang first."""
+    rows = [job("busy", 0.0, 8, 50.0, priority_class="hp"),
+            job("gang", 10.0, 8, 100.0, priority_class="hp", gpus_per_worker=2.0),
+            job("solo", 20.0, 4, 100.0, priority_class="hp")]  # fmt: skip
+    policy = build_gfs("gfs", {"forecaster": "weekly-peak", "queue": queue})
+    jobs = Simulation(workload(rows), cluster([8]), policy, config=NO_CKPT).run().jobs.set_index("job_id")
+    first, second = ("solo", "gang") if solo_first else ("gang", "solo")
+    assert jobs.loc[first, "first_start_s"] == 50.0 and jobs.loc[second, "first_start_s"] == 150.0
+
+
+def test_fcfs_queue_puts_the_earlier_submission_first() -> None:
+    rows = [job("busy", 0.0, 8, 50.0, priority_class="hp"), job("solo", 10.0, 4, 100.0, priority_class="hp"),
+            job("gang", 20.0, 8, 100.0, priority_class="hp", gpus_per_worker=2.0)]  # fmt: skip
+    for queue, first in (("fcfs", "solo"), ("total", "gang")):
+        policy = build_gfs("gfs", {"forecaster": "weekly-peak", "queue": queue})
+        jobs = Simulation(workload(rows), cluster([8]), policy, config=NO_CKPT).run().jobs.set_index("job_id")
+        assert jobs.loc[first, "first_start_s"] == 50.0, queue
+
+
 # ----- ablations: each one's defining difference ----------------------------------------------
 def test_gfs_d_keeps_eta_where_gfs_lowers_it_after_evictions() -> None:
     rows = [job("s", 0.0, 4, 1e5, priority_class="spot"), job("x", 600.0, 4, 60.0, priority_class="hp")]

@@ -36,6 +36,7 @@ from __future__ import annotations
 import math
 import time
 from array import array
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -71,8 +72,13 @@ class PtsConfig:
     scored: bool = help_field(True, "Algorithm 1 ranks by Score1-3; off = best fit only (GFS-s)")
     cost_aware: bool = help_field(True, "Algorithm 2 by eq. 17-19; off = random node and cards (GFS-p)")
     evict: str = help_field("kill", "how a spot victim is stopped: kill (the paper) or pause (checkpointed by the cost model)")
+    queue: str = help_field("pod", "queue order (§3.4.2 gives the keys, not their direction): 'pod' = most GPUs per pod, "
+                            "fewest pods, earliest (the public simulator); 'total' = most GPUs in all, most pods, "
+                            "earliest; 'fcfs' = earliest (as the baselines)")  # fmt: skip
 
     def __post_init__(self) -> None:
+        if self.queue not in QUEUE_ORDERS:
+            raise ConfigError(f"gfs: queue must be one of {', '.join(QUEUE_ORDERS)} (got {self.queue!r})")
         if self.evict not in EVICT_MODES:
             raise ConfigError(f"gfs: evict must be one of {', '.join(EVICT_MODES)} (got {self.evict!r})")
         if self.penalty_base <= 1 or not 0 <= self.gamma <= 1 or self.beta < 0:
@@ -81,11 +87,26 @@ class PtsConfig:
             raise ConfigError("gfs: need 0 < short_h <= long_h")
 
 
-def queue_order(job: Job) -> tuple[float, float, float]:
-    """PTS's queue key: most GPUs, then most pods, then earliest submission."""
+def _pods(job: Job) -> float:
     gpw = job.gpus_per_worker
-    pods = job.num_gpus / gpw if gpw == gpw and gpw >= 1 else 1.0
-    return (-job.num_gpus, -pods, job.submit)
+    return job.num_gpus / gpw if gpw == gpw and gpw >= 1 else 1.0
+
+
+def by_pod(job: Job) -> tuple[float, float, float]:
+    """PTS's queue key as the public simulator sorts: most GPUs per pod, fewest pods, earliest."""
+    return (-(job.num_gpus / _pods(job)), _pods(job), job.submit)
+
+
+def by_total(job: Job) -> tuple[float, float, float]:
+    """Most GPUs in all, most pods, earliest."""
+    return (-job.num_gpus, -_pods(job), job.submit)
+
+
+def by_submit(job: Job) -> tuple[float, float, float]:
+    return (job.submit, 0.0, 0.0)
+
+
+QUEUE_ORDERS: dict[str, Callable[[Job], tuple[float, float, float]]] = {"pod": by_pod, "total": by_total, "fcfs": by_submit}
 
 
 class GFS(Policy):
@@ -105,7 +126,8 @@ class GFS(Policy):
         self.quota = SpotQuota(self.sqa)
         self.guarantee_s = self.sqa.guarantee_h * 3600.0
         self.ledger = SpotLedger(self.guarantee_s)
-        self.pending = ClassQueues(queue_order)
+        self.queue_order = QUEUE_ORDERS[self.pts.queue]
+        self.pending = ClassQueues(self.queue_order)
         self.blocked: set[Key] = set()  # HP shapes no preemption could place, until a finish
         self.spot_held: dict[str, float] = {}
         self.spot_running: dict[int, tuple[float, str, float]] = {}  # idx -> (start, model, GPUs)
@@ -188,10 +210,10 @@ class GFS(Policy):
     def spot_wait(self, now: float, capacity: dict[str, float]) -> dict[str, float]:
         """``l`` of eq. 11 per model. ``wait_reading="longest"``: the longest wait of the spot
         runs started in the last ``H`` and of the spot jobs queued now; ``"head"``: the wait so
-        far of the first spot job in queue order (:func:`queue_order`) that may run on the
+        far of the first spot job in queue order (``queue``) that may run on the
         model, 0 when none is queued."""
         pending = [job for job in self.pending.waiting.values() if job.cls == SPOT]
-        return spot_waits(now, capacity, self.spot_starts, pending, reading=self.sqa.wait_reading, order=queue_order)
+        return spot_waits(now, capacity, self.spot_starts, pending, reading=self.sqa.wait_reading, order=self.queue_order)
 
     @property
     def runs(self) -> dict[str, SpotRuns]:

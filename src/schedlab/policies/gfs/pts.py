@@ -224,17 +224,25 @@ def plan_preemption(
     chosen: dict[int, Job] = {}
     freed: dict[int, int] = {}
     taken: dict[int, int] = {}
+    # Per node, its spot jobs not yet chosen (with their GPUs there) and its eq. 19 cost: both
+    # change only on the nodes a pod or a victim touches, so they are kept until then.
+    spot_of: dict[int, tuple[list[tuple[Job, int]], int]] = {}
+    costs: dict[int, tuple[float, list[Job]]] = {}
     for _ in range(pods):
         options: list[Option] = []
         for node in _preemptible_nodes(book, groups, pod, taken):
-            spot_here = [(j, gpus) for j, gpus in _spot_jobs(book, node) if j.idx not in chosen]
+            known = spot_of.get(node)
+            if known is None:
+                here = [(j, gpus) for j, gpus in _spot_jobs(book, node) if j.idx not in chosen]
+                known = spot_of[node] = (here, sum(g for _, g in here))
+            spot_here, spot_gpus = known
             room = state.free[node] + freed.get(node, 0) - taken.get(node, 0)
-            if room + sum(g for _, g in spot_here) >= pod:
+            if room + spot_gpus >= pod:
                 options.append((node, room, spot_here))
         if not options:
             return None
         if cost_aware:
-            node, victims = _cheapest(ctx, options, pod, finished, evicted, gpu_time, beta)
+            node, victims = _cheapest(ctx, options, pod, finished, evicted, gpu_time, beta, costs)
         else:
             node, room, spot_here = options[int(rng.integers(len(options)))]
             victims = []
@@ -243,29 +251,38 @@ def plan_preemption(
                     break
                 victims.append(spot_here[i][0])
                 room += spot_here[i][1]
+        touched = {node}
         for victim in victims:
             chosen[victim.idx] = victim
             for n, gids in victim.alloc:
                 freed[n] = freed.get(n, 0) + len(gids)
+                touched.add(n)
         taken[node] = taken.get(node, 0) + pod
+        for n in touched:
+            spot_of.pop(n, None)
+            costs.pop(n, None)
     return sorted(taken.items()), list(chosen.values())
 
 
 def _cheapest(ctx: Context, options: list[Option], pod: int, finished: int, evicted: int, gpu_time: float,
-              beta: float) -> tuple[int, list[Job]]:  # fmt: skip
+              beta: float, costs: dict[int, tuple[float, list[Job]]]) -> tuple[int, list[Job]]:  # fmt: skip
     """The node of least eq. 19 cost and its victims; nodes needing no victim come first
-    (fewest idle GPUs among them)."""
+    (fewest idle GPUs among them). ``costs`` keeps each node's cost and victims between the
+    pods of one job (the caller drops a node's entry when the node changes)."""
     free_fit = [(room, node) for node, room, _ in options if room >= pod]
     if free_fit:
         return min(free_fit)[1], []
-    costed: list[tuple[float, int, list[Job]]] = []
+    best: tuple[float, int, list[Job]] | None = None
     for node, room, spot_here in options:
-        victims = spared(ctx, spot_here, room + sum(g for _, g in spot_here), pod)
-        wastes = [waste(ctx, v) for v in victims]
-        cost = node_cost(wastes, finished=finished, evicted=evicted, gpu_time=gpu_time, beta=beta)
-        costed.append((cost, node, victims))
-    _, node, victims = min(costed, key=lambda c: (c[0], c[1]))
-    return node, victims
+        known = costs.get(node)
+        if known is None:
+            victims = spared(ctx, spot_here, room + sum(g for _, g in spot_here), pod)
+            wastes = [waste(ctx, v) for v in victims]
+            known = costs[node] = (node_cost(wastes, finished=finished, evicted=evicted, gpu_time=gpu_time, beta=beta), victims)
+        if best is None or (known[0], node) < (best[0], best[1]):
+            best = (known[0], node, known[1])
+    assert best is not None  # options is not empty
+    return best[1], best[2]
 
 
 def _spot_jobs(book: NodeBook, node: int) -> list[tuple[Job, int]]:

@@ -353,6 +353,6 @@ def test_find_alloc_outside_barred_servers_and_derived_kinds(seed):
             after = a.take(state, found[1])
             derived = a.kinds(after)
             assert derived == Allocator(spec, views, eta=1.0, comm_fraction=a.comm_fraction, horizon=1.0).kinds(after)
-        elif a.rising and a.refuses(v, a.usable(v, state)):
+        elif a.rising and a.refuses(v, a.usable(v, a.kinds(state))):
             fuller = tuple(int(rng.integers(0, f + 1)) for f in state)
             assert a.find_alloc(v, fuller) is None

@@ -47,16 +47,21 @@ Cost per round: O(window states x FIND_ALLOC) for the DP, O(queue x FIND_ALLOC) 
 FIND_ALLOC is O(types x servers x N_j x GPUs per server), where only the first ``N_j`` servers of
 each kind (type, GPUs, free GPUs) count and the knapsack passes over a server that cannot improve
 on one of its kind already seen. The servers by kind are kept per state, derived from the
-previous state on each allocation.
+previous state on each allocation. Memos make repeated searches cheap, with the same results:
+the knapsack's tables are kept per (GPUs, charge per server) and a server kind's effect on a
+table computed once; a job's whole search is memoised on the kinds of its servers in search
+order, which alone decide it.
 """
 
 from __future__ import annotations
 
 import math
+from bisect import insort
+from collections.abc import Sequence
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 from functools import lru_cache
-from itertools import islice
+from itertools import chain, filterfalse, islice
 
 import numpy as np
 
@@ -106,6 +111,9 @@ class JobView:
         return self.iterations / (self.age + self.left / r) if r > 0 else 0.0
 
 
+Search = tuple[bool, tuple[float, list[tuple[int, int]]] | None]  # refused; value, (position, GPUs)
+
+
 class Allocator:
     """Prices and FIND_ALLOC over a fixed set of servers; states are tuples of free GPUs."""
 
@@ -132,8 +140,13 @@ class Allocator:
             by_size.setdefault(key, []).append(h)
         self._servers = {key: np.array(hs) for key, hs in by_size.items()}  # (type, GPUs) -> servers
         self._kinds_of: dict[tuple[int, ...], dict[tuple[str, int, int], list[int]]] = {}  # state -> kinds
+        self._knapsacks: dict[tuple[int, float], Knapsack] = {}  # (GPUs, per-server charge) -> knapsack
+        sizes = {key: i for i, key in enumerate(by_size)}
+        span = max(self.cap) + 1
+        self._code = [sizes[key] * span for key in zip(self.types, self.cap)]  # plus free GPUs: a server's kind
+        self._searches: dict[int, tuple[JobView, dict[tuple[int, ...], Search]]] = {}  # id(job) -> (job, search memo)
 
-    def cost(self, state: tuple[int, ...], alloc: Alloc) -> float:
+    def cost(self, state: Sequence[int], alloc: Alloc) -> float:
         """Sum of the marginal prices of the GPUs of ``alloc`` taken from ``state``."""
         total = 0.0
         for h, x in alloc:
@@ -161,20 +174,19 @@ class Allocator:
         """Algorithm 2 FIND_ALLOC: (cost + communication - utility, allocation) of the allocation
         of least value among all of ``job``'s allocations on ``state`` outside the ``barred``
         servers, if that value is negative (a positive payoff); else None."""
-        kinds = self.usable(job, state, barred)
-        return None if self.refuses(job, kinds) else self.best_alloc(job, state, kinds)
+        return self.search(job, state, self.usable(job, self.kinds(state), barred))[1]
 
-    def usable(self, job: JobView, state: tuple[int, ...], barred: AbstractSet[int] = frozenset()
+    def usable(self, job: JobView, kinds: dict[tuple[str, int, int], list[int]], barred: AbstractSet[int] = frozenset()
                ) -> dict[tuple[str, int, int], list[int]]:  # fmt: skip
-        """The servers of :meth:`kinds` that ``job`` may use, outside ``barred``: the first
-        ``job.gpus`` of each kind (more servers of a kind than the job has GPUs cannot help)."""
-        kinds = {}
-        for kind, hs in self.kinds(state).items():
+        """The servers of ``kinds`` (:meth:`kinds`) that ``job`` may use, outside ``barred``: the
+        first ``job.gpus`` of each kind (more servers of a kind than the job has GPUs cannot help)."""
+        usable_kinds = {}
+        for kind, hs in kinds.items():
             if job.rate.get(kind[0], 0) > 0:
-                usable = list(islice((h for h in hs if h not in barred), job.gpus)) if barred else hs[: job.gpus]
+                usable = list(islice(filterfalse(barred.__contains__, hs), job.gpus)) if barred else hs[: job.gpus]
                 if usable:
-                    kinds[kind] = usable
-        return kinds
+                    usable_kinds[kind] = usable
+        return usable_kinds
 
     def refuses(self, job: JobView, kinds: dict[tuple[str, int, int], list[int]]) -> bool:
         """True when no allocation of ``job`` on ``kinds`` (:meth:`usable`) can have a negative
@@ -182,71 +194,92 @@ class Allocator:
         communication`` (:func:`least_cost`) is at least the utility, by a margin far above
         rounding errors. With :attr:`rising` prices it holds on any state with fewer free GPUs."""
         for k in {kind[0] for kind in kinds}:
-            usable = [(kind, len(hs)) for kind, hs in kinds.items()
-                      if (job.rate[kind[0]] >= job.rate[k] if self.mix_types else kind[0] == k)]  # fmt: skip
-            groups = [(self.prices[t, c][c - free : c - free + job.gpus], n) for (t, c, free), n in usable]
             f = job.utility({k})
             per_server = self.comm_fraction * f
-            bound = least_cost(job.gpus, groups, per_server)
+            knapsack = self.knapsack(job.gpus, per_server)
+            groups = [(knapsack.least_mean(self.prices[t, c][c - free : c - free + job.gpus], (t, c, free)), len(hs))
+                      for (t, c, free), hs in kinds.items()
+                      if (job.rate[t] >= job.rate[k] if self.mix_types else t == k)]  # fmt: skip
+            bound = least_cost(job.gpus, groups)
             if not math.isinf(bound) and bound - per_server - f <= 1e-9 * (bound + per_server + f):
                 return False
         return True
 
-    def best_alloc(self, job: JobView, state: tuple[int, ...], kinds: dict[tuple[str, int, int], list[int]]
-                   ) -> tuple[float, Alloc] | None:  # fmt: skip
-        """FIND_ALLOC's search over the servers of ``kinds`` (:meth:`usable`)."""
-        order = sorted((h for hs in kinds.values() for h in hs), key=lambda h: (-job.rate[self.types[h]], h))
-        best: tuple[float, Alloc] | None = None
-        for k in dict.fromkeys(self.types[h] for h in order):  # k: the slowest type the job may use
-            if self.mix_types:
-                allowed = [h for h in order if job.rate[self.types[h]] >= job.rate[k]]
-            else:
-                allowed = [h for h in order if self.types[h] == k]
-            alloc = self._cheapest(job.gpus, allowed, state, self.comm_fraction * job.utility({k}))
-            if alloc is None:
-                continue
-            f = job.utility({self.types[h] for h, _ in alloc})  # the types it took may all be faster than k
-            value = self.cost(state, alloc) + self.comm_fraction * (len(alloc) - 1) * f - f
-            if value < 0 and (best is None or value < best[0]):
-                best = (value, alloc)
-        return best
+    def search(self, job: JobView, state: Sequence[int], kinds: dict[tuple[str, int, int], list[int]]
+               ) -> tuple[bool, tuple[float, Alloc] | None]:  # fmt: skip
+        """FIND_ALLOC on the servers of ``kinds`` (:meth:`usable`): whether :meth:`refuses` refuses
+        the job, and else the allocation of least value if negative. The search takes each type
+        ``k`` as the slowest (by falling throughput, then first server) and runs the knapsack over
+        the servers the job may use with it, by falling throughput and index. The result depends
+        on the kinds of those servers in that order only: it is memoised per job on them, the
+        allocation kept as positions in the order."""
+        by_type: dict[str, list[int]] = {}
+        for (t, _, _), hs in kinds.items():
+            by_type.setdefault(t, []).extend(hs)
+        order: list[int] = []  # the servers by falling throughput, then index
+        upto: dict[float, int] = {}  # throughput -> servers in ``order`` at least that fast
+        for r in sorted({job.rate[t] for t in by_type}, reverse=True):
+            order += sorted(chain.from_iterable(hs for t, hs in by_type.items() if job.rate[t] == r))
+            upto[r] = len(order)
+        memo = self._searches.get(id(job))  # the entry holds the job: its id is not reused
+        if memo is None:
+            memo = self._searches[id(job)] = (job, {})
+        code = self._code
+        key = tuple([code[h] + state[h] for h in order])
+        known = memo[1].get(key)
+        if known is None:
+            best: tuple[float, Alloc] | None = None
+            refused = self.refuses(job, kinds)
+            for k in [] if refused else sorted(by_type, key=lambda t: (-job.rate[t], min(by_type[t]))):
+                allowed = order[: upto[job.rate[k]]] if self.mix_types else sorted(by_type[k])
+                alloc = self._cheapest(job.gpus, allowed, state, self.comm_fraction * job.utility({k}))
+                if alloc is None:
+                    continue
+                f = job.utility({self.types[h] for h, _ in alloc})  # the types it took may all be faster than k
+                value = self.cost(state, alloc) + self.comm_fraction * (len(alloc) - 1) * f - f
+                if value < 0 and (best is None or value < best[0]):
+                    best = (value, alloc)
+            at = {h: i for i, h in enumerate(order)}
+            known = memo[1][key] = (refused, None if best is None else (best[0], [(at[h], x) for h, x in best[1]]))
+            return refused, best
+        return known[0], None if known[1] is None else (known[1][0], [(order[i], x) for i, x in known[1][1]])
 
-    def _cheapest(self, gpus: int, servers: list[int], state: tuple[int, ...], per_server: float) -> Alloc | None:
+    def knapsack(self, gpus: int, per_server: float) -> Knapsack:
+        """The memoised :class:`Knapsack` of ``gpus`` GPUs and a charge of ``per_server`` per server."""
+        knapsack = self._knapsacks.get((gpus, per_server))
+        if knapsack is None:
+            knapsack = self._knapsacks[gpus, per_server] = Knapsack(gpus, per_server)
+        return knapsack
+
+    def _cheapest(self, gpus: int, servers: list[int], state: Sequence[int], per_server: float) -> Alloc | None:
         """The ``gpus`` GPUs of least price plus ``per_server`` for every server used, taken from
-        ``servers`` (in order; ties go to the earlier server): a knapsack over the servers. A
-        server of the type and size of one that changed nothing, with nothing changed since, and
-        as many free GPUs (or, with :attr:`rising` prices, fewer: dearer ones) makes no better
-        offers to the same table: it is skipped."""
-        best: list[tuple[float, Alloc] | None] = [(0.0, [])] + [None] * gpus  # GPUs taken -> (cost, allocation)
-        changes = 0
-        idle: dict[tuple[str, int], tuple[int, int]] = {}  # (type, GPUs) -> (changes, free GPUs) of such a server
+        ``servers`` (in order; ties go to the earlier server): a knapsack over the servers, its
+        tables and each server kind's effect on them memoised (:class:`Knapsack`). A server of
+        the type and size of one that changed nothing, with nothing changed since, and as many
+        free GPUs (or, with :attr:`rising` prices, fewer: dearer ones) makes no better offers to
+        the same table: it is skipped."""
+        knapsack = self.knapsack(gpus, per_server)
+        table = 0  # the knapsack's table of least costs by GPUs taken
+        chosen: list[tuple[tuple[int, int], ...]] = [()] * (gpus + 1)  # its allocations, by GPUs taken
+        idle: dict[tuple[str, int], tuple[int, int]] = {}  # (type, GPUs) -> (table, free GPUs) of such a server
         for h in servers:
             t, c, free = self.types[h], self.cap[h], state[h]
             quiet = idle.get((t, c))
-            if quiet is not None and quiet[0] == changes and (free == quiet[1] or self.rising and free < quiet[1]):
+            if quiet is not None and quiet[0] == table and (free == quiet[1] or self.rising and free < quiet[1]):
                 continue
-            steps = self.prices[t, c][c - free : c - free + gpus]
-            nxt = list(best)
-            for n, entry in enumerate(best):
-                if entry is None:
-                    continue
-                total = entry[0] + per_server
-                for x, p in enumerate(steps[: gpus - n], start=1):
-                    total += p
-                    cur = nxt[n + x]
-                    if cur is None or total < cur[0]:
-                        nxt[n + x] = (total, [*entry[1], (h, x)])
-            if nxt == best:
-                idle[t, c] = (changes, free)
-            else:
-                best = nxt
-                changes += 1
-        last = best[gpus]
-        return last[1] if last is not None else None
+            after, moves = knapsack.offer(table, self.prices[t, c][c - free : c - free + gpus], (t, c, free))
+            if after == table:
+                idle[t, c] = (table, free)
+                continue
+            nxt = list(chosen)
+            for m, n, x in moves:
+                nxt[m] = (*chosen[n], (h, x))
+            chosen, table = nxt, after
+        return list(chosen[gpus]) if knapsack.tables[table][gpus] is not None else None
 
     def take(self, state: tuple[int, ...], alloc: Alloc) -> tuple[int, ...]:
         """``state`` less the GPUs of ``alloc``; if ``state``'s kinds are memoised, the new state's
-        are derived from them by moving each server of ``alloc`` to its new kind."""
+        are derived from them by :meth:`place` on copies of the kinds it changes."""
         free = list(state)
         for h, x in alloc:
             free[h] -= x
@@ -254,17 +287,26 @@ class Allocator:
         kinds = self._kinds_of.get(state)
         if kinds is not None and after not in self._kinds_of:
             kinds = dict(kinds)
-            for h, _ in alloc:
-                old = (self.types[h], self.cap[h], state[h])
-                kinds[old] = list(kinds[old])
-                kinds[old].remove(h)
-                if not kinds[old]:
-                    del kinds[old]
-                if free[h]:
-                    new = (self.types[h], self.cap[h], free[h])
-                    kinds[new] = sorted([*kinds.get(new, ()), h])
+            for h, x in alloc:
+                for kind in ((self.types[h], self.cap[h], state[h]), (self.types[h], self.cap[h], state[h] - x)):
+                    if kind in kinds:
+                        kinds[kind] = list(kinds[kind])
+            self.place(list(state), kinds, alloc)
             self._kinds_of[after] = kinds
         return after
+
+    def place(self, free: list[int], kinds: dict[tuple[str, int, int], list[int]], alloc: Alloc) -> None:
+        """Take the GPUs of ``alloc`` from ``free`` and move each of its servers to its new kind in
+        ``kinds`` (:meth:`kinds` of ``free``), in place."""
+        for h, x in alloc:
+            t, c = self.types[h], self.cap[h]
+            hs = kinds[t, c, free[h]]
+            hs.remove(h)
+            if not hs:
+                del kinds[t, c, free[h]]
+            free[h] -= x
+            if free[h]:
+                insort(kinds.setdefault((t, c, free[h]), []), h)
 
     def dp(self, jobs: list[JobView], state: tuple[int, ...]) -> tuple[float, dict[int, Alloc]]:
         """Algorithm 2 DP: the subset of ``jobs`` (each allocated by FIND_ALLOC in order) of least
@@ -287,18 +329,68 @@ class Allocator:
         return value, {idx: list(alloc) for idx, alloc in chosen}
 
 
-def least_cost(gpus: int, groups: list[tuple[list[float], int]], per_server: float) -> float:
-    """A lower bound on the price plus ``per_server`` per server used of any ``gpus`` GPUs taken from
-    ``groups`` (a server's marginal prices, how many such servers), ``inf`` if they hold fewer: a
-    server giving ``x`` GPUs costs ``x`` times at least its group's least mean ``(per_server +
-    first x prices) / x``, so the GPUs cost at least those means filled cheapest first."""
-    means = []
-    for steps, count in groups:
-        total, mean = per_server, math.inf
-        for x, p in enumerate(steps, start=1):
-            total += p
-            mean = min(mean, total / x)
-        means.append((mean, count * len(steps)))
+class Knapsack:
+    """The knapsack of :meth:`Allocator._cheapest` for one GPU count and per-server charge, as
+    transitions between its tables (least cost by GPUs taken, ``None``: unreachable): each table
+    is kept once and a server kind's offer to a table computed once (a server's offer depends on
+    its prices only)."""
+
+    def __init__(self, gpus: int, per_server: float) -> None:
+        self.gpus = gpus
+        self.per_server = per_server
+        start: tuple[float | None, ...] = (0.0, *[None] * gpus)
+        self.tables = [start]
+        self.ids = {start: 0}
+        self.moves: dict[tuple[int, tuple[str, int, int]], tuple[int, tuple[tuple[int, int, int], ...]]] = {}
+        self.means: dict[tuple[str, int, int], tuple[float, int]] = {}
+
+    def least_mean(self, steps: list[float], kind: tuple[str, int, int]) -> tuple[float, int]:
+        """A server of ``kind`` (marginal prices ``steps``): its least mean ``(per_server + first x
+        prices) / x`` over ``x``, and how many GPUs it offers."""
+        found = self.means.get(kind)
+        if found is None:
+            total, mean = self.per_server, math.inf
+            for x, p in enumerate(steps, start=1):
+                total += p
+                mean = min(mean, total / x)
+            found = self.means[kind] = (mean, len(steps))
+        return found
+
+    def offer(self, table: int, steps: list[float], kind: tuple[str, int, int]
+              ) -> tuple[int, tuple[tuple[int, int, int], ...]]:  # fmt: skip
+        """The table after a server of ``kind`` with marginal prices ``steps`` offers its GPUs to
+        ``table``, and the entries it improved as ``(GPUs, GPUs before it, GPUs it gives)``."""
+        key = (table, kind)
+        found = self.moves.get(key)
+        if found is None:
+            best = self.tables[table]
+            nxt = list(best)
+            moves: dict[int, tuple[int, int, int]] = {}
+            for n, entry in enumerate(best):
+                if entry is None:
+                    continue
+                total = entry + self.per_server
+                for x, p in enumerate(steps[: self.gpus - n], start=1):
+                    total += p
+                    cur = nxt[n + x]
+                    if cur is None or total < cur:
+                        nxt[n + x] = total
+                        moves[n + x] = (n + x, n, x)
+            after = tuple(nxt)
+            if after not in self.ids:
+                self.ids[after] = len(self.tables)
+                self.tables.append(after)
+            found = self.moves[key] = (self.ids[after], tuple(moves.values()))
+        return found
+
+
+def least_cost(gpus: int, groups: list[tuple[tuple[float, int], int]]) -> float:
+    """A lower bound on the price plus the charge per server used of any ``gpus`` GPUs taken from
+    ``groups`` (a server's least mean and GPUs offered, :meth:`Knapsack.least_mean`; how many such
+    servers), ``inf`` if they hold fewer: a server giving ``x`` GPUs costs ``x`` times at least its
+    least mean ``(per_server + first x prices) / x``, so the GPUs cost at least those means filled
+    cheapest first."""
+    means = [(mean, count * offered) for (mean, offered), count in groups]
     bound, need = 0.0, gpus
     for mean, room in sorted(means):
         take = min(need, room)

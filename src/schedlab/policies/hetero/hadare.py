@@ -7,7 +7,9 @@
   the queue, a job gets one more copy on nodes none of its copies uses while FIND_ALLOC finds one
   with a positive payoff. Nodes are thus left idle only when no job copy is left to place. A job
   that FIND_ALLOC's lower bound refuses is not asked again that round: while prices rise with
-  the load, fewer free GPUs cannot make its next copy pay.
+  the load, fewer free GPUs cannot make its next copy pay. The passes move servers between
+  kinds in place and use the allocator's memoised search (:meth:`~.hadar.Allocator.search`):
+  a job's next copy mostly meets servers of the kinds, in the order, it met before.
 * Job tracker (§V-B): the job progresses at the sum of its copies' rates (the engine's
   :meth:`~schedlab.sim.engine.Simulation.fork`), which is the tracker summing the copies' steps
   when each copy gets a share of the remaining steps in proportion to its throughput: all
@@ -88,24 +90,23 @@ class HadarE(Hadar):
         copies: dict[int, Copies] = {idx: [a] for idx, a in first.items()}
         used = {idx: {h for h, _ in a} for idx, a in first.items()}
         limit = self.max_copies or len(state)
+        free = list(state)
+        kinds = {kind: list(hs) for kind, hs in alloc.kinds(state).items()}  # placed on in place
         refused: set[int] = set()  # jobs refused by a margin: with rising prices, fewer free GPUs cannot help
         added = True
-        while added and any(state):  # more copies, one per job per pass, on nodes the job does not use yet
+        while added and any(free):  # more copies, one per job per pass, on nodes the job does not use yet
             added = False
             for v in views:
                 have = copies.get(v.idx)
                 if have is None or len(have) >= limit or v.idx in refused:
                     continue
-                kinds = alloc.usable(v, state, used[v.idx])
-                if alloc.refuses(v, kinds):
-                    if alloc.rising:
-                        refused.add(v.idx)
-                    continue
-                found = alloc.best_alloc(v, state, kinds)
-                if found is not None:
+                refusal, found = alloc.search(v, free, alloc.usable(v, kinds, used[v.idx]))
+                if refusal and alloc.rising:
+                    refused.add(v.idx)
+                elif found is not None:
                     have.append(found[1])
                     used[v.idx].update(h for h, _ in found[1])
-                    state = alloc.take(state, found[1])
+                    alloc.place(free, kinds, found[1])
                     added = True
         return copies
 

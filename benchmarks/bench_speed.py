@@ -7,6 +7,10 @@ table and, per policy, how jobs/s changes from the smallest to the largest synth
     python benchmarks/bench_speed.py                                  # 100k and 1M Venus-like jobs
     python benchmarks/bench_speed.py --jobs 10000 100000 --policies fifo,srtf
     python benchmarks/bench_speed.py --jobs --chronus ../shared/data/chronus/trace_job_Philly_MIX2.csv
+
+``--src DIR`` imports schedlab from DIR (e.g. an older checkout's ``src``, for a before/after
+table with the same script). "simulate CPU" is the CPU time of ``Simulation.run`` alone, which
+other work on a shared machine inflates less than the wall time.
 """
 
 from __future__ import annotations
@@ -62,24 +66,31 @@ def measure(case: Case) -> dict[str, Any]:
         workload = generate(case.profile, case.jobs, seed=case.seed, cluster_gpus=cluster.total_gpus)
     t1 = time.perf_counter()
     policy = make_policy(case.policy, rng=np.random.default_rng(case.seed))
+    c1 = time.process_time()
     result = Simulation(workload, cluster, policy, seed=case.seed).run()
     t2 = time.perf_counter()
+    c2 = time.process_time()
     jobs = result.jobs
     return {
         "jobs": len(jobs),
         "build_s": t1 - t0,
         "simulate_s": t2 - t1,
+        "simulate_cpu_s": c2 - c1,
         "finished": int(jobs["finished"].sum()),
         "preemptions": int(jobs["preemptions"].sum()),
         "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
     }
 
 
-def run_isolated(case: Case, timeout_s: float) -> dict[str, Any] | None:
-    """:func:`measure` in a fresh interpreter; None when it exceeds ``timeout_s`` (it is killed)."""
+def run_isolated(case: Case, timeout_s: float, src: str | None) -> dict[str, Any] | None:
+    """:func:`measure` in a fresh interpreter (importing schedlab from ``src`` if given); None
+    when it exceeds ``timeout_s`` (it is killed)."""
+    env = dict(os.environ)
+    if src:
+        env["PYTHONPATH"] = os.path.abspath(src)
     cmd = [sys.executable, os.path.abspath(__file__), "--child", json.dumps(asdict(case))]
     try:
-        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout_s, check=False)
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout_s, check=False, env=env)
     except subprocess.TimeoutExpired:
         return None
     if proc.returncode != 0:
@@ -91,19 +102,19 @@ def table_row(case: Case, load: float, res: dict[str, Any] | None, timeout_s: fl
     """One Markdown row; a timed-out run shows only its time limit."""
     if res is None:
         cells = [case.label, f"{case.jobs:,}" if case.jobs else "?", case.policy, "-", f"> {timeout_s:,.0f}"]
-        cells += ["-"] * 4
+        cells += ["-"] * 5
     else:
         cells = [
             case.label, f"{res['jobs']:,}", case.policy, f"{res['jobs'] / res['simulate_s']:,.0f}",
-            f"{res['simulate_s']:,.1f}", f"{res['build_s']:,.1f}", f"{res['peak_rss_mb']:,.0f}",
+            f"{res['simulate_s']:,.1f}", f"{res['simulate_cpu_s']:,.1f}", f"{res['build_s']:,.1f}", f"{res['peak_rss_mb']:,.0f}",
             f"{res['finished']:,}", f"{res['preemptions']:,}",
         ]  # fmt: skip
     return "| " + " | ".join([*cells, f"{load:.2f}"]) + " |"
 
 
 HEADER = (
-    "| workload | jobs | policy | jobs/s | simulate (s) | generate/load (s) | peak RSS (MB) | finished "
-    "| preemptions | load avg (1 min) |\n|---|--:|---|--:|--:|--:|--:|--:|--:|--:|"
+    "| workload | jobs | policy | jobs/s | simulate (s) | simulate CPU (s) | generate/load (s) | peak RSS (MB) "
+    "| finished | preemptions | load avg (1 min) |\n|---|--:|---|--:|--:|--:|--:|--:|--:|--:|--:|"
 )
 
 
@@ -119,6 +130,7 @@ def main() -> None:
                         help=f"also time {', '.join(CHRONUS_POLICIES)} on this Chronus Philly trace (format philly)")
     parser.add_argument("--chronus-cluster", default=CHRONUS_CLUSTER, help="cluster of the Chronus runs")
     parser.add_argument("--timeout", type=float, default=900.0, help="seconds before a run is stopped")
+    parser.add_argument("--src", help="import schedlab from this directory (a before/after comparison)")
     parser.add_argument("--child", help=argparse.SUPPRESS)
     args = parser.parse_args()  # fmt: skip
     if args.child:
@@ -135,7 +147,7 @@ def main() -> None:
     rates: dict[str, dict[int, float]] = {}
     for case in cases:
         load = os.getloadavg()[0]
-        res = run_isolated(case, args.timeout)
+        res = run_isolated(case, args.timeout, args.src)
         print(table_row(case, load, res, args.timeout), flush=True)
         if res is not None and not case.trace:
             rates.setdefault(case.policy, {})[case.jobs] = res["jobs"] / res["simulate_s"]

@@ -115,7 +115,7 @@ class ClusterState:
 
     def free_in(self, groups: tuple[Group, ...]) -> int:
         """Whole free GPUs on powered-on nodes of these groups."""
-        return sum(g.free_total for g in groups)
+        return groups[0].free_total if len(groups) == 1 else sum(g.free_total for g in groups)
 
     def free_total(self) -> int:
         return sum(g.free_total for g in self.groups)
@@ -127,7 +127,11 @@ class ClusterState:
     def _move(self, node: int, old_free: int, new_free: int) -> None:
         if self.on[node]:
             g = self.groups[self.node_group[node]]
-            _drop(g.buckets[old_free], node)
+            bucket = g.buckets[old_free]
+            i = bisect_left(bucket, node)
+            if i == len(bucket) or bucket[i] != node:
+                raise ValueError(f"node {node} is not in its free-count bucket")
+            del bucket[i]
             insort(g.buckets[new_free], node)
             g.free_total += new_free - old_free
 
@@ -195,9 +199,22 @@ class ClusterState:
         self.version += 1
         used = self.gpu_used[node]
         holders = self.gpu_jobs[node]
-        if milli == FULL and all(used[gid] == FULL and holders[gid] == 1 for gid in gids):
-            self._release_whole(node, gids, used, holders)  # the common case: GPUs a job held alone
-            return
+        if milli == FULL:
+            for gid in gids:
+                if used[gid] != FULL or holders[gid] != 1:
+                    break
+            else:  # the common case, GPUs a job held alone: each becomes free, without share arithmetic
+                for gid in gids:
+                    used[gid] = 0
+                    holders[gid] = 0
+                self.free_ids[node].extend(gids)
+                n = len(gids)
+                self.busy_gpus -= float(n)
+                self.type_busy[self.node_tid[node]] -= float(n)
+                old = self.free[node]
+                self.free[node] = old + n
+                self._move(node, old, old + n)
+                return
         freed = 0
         delta = 0.0
         for gid in gids:
@@ -217,20 +234,6 @@ class ClusterState:
             self._move(node, old, old + freed)
         if milli < FULL:
             self._update_partial(node)
-
-    def _release_whole(self, node: int, gids: tuple[int, ...], used: list[int], holders: list[int]) -> None:
-        """:meth:`release` of whole GPUs held by one job alone: each becomes free (the same
-        bookkeeping as the general case, without its per-GPU share arithmetic)."""
-        for gid in gids:
-            used[gid] = 0
-            holders[gid] = 0
-        self.free_ids[node].extend(gids)
-        n = len(gids)
-        self.busy_gpus -= float(n)
-        self.type_busy[self.node_tid[node]] -= float(n)
-        old = self.free[node]
-        self.free[node] = old + n
-        self._move(node, old, old + n)
 
     def reclaim(self, node: int, gids: tuple[int, ...], milli: int) -> None:
         """Exact inverse of :meth:`release`: the job holding ``milli`` of ``gids`` comes back

@@ -71,29 +71,32 @@ class Actions(RunLedger):
         seen: set[int] = set()
         total = 0
         gpw = job.gpus_per_worker
+        gang = gpw == gpw and gpw >= 1
+        fractional = job.fractional
+        num_nodes, on, node_pool, node_type, free = s.num_nodes, s.on, s.node_pool, s.node_type, s.free
         for node, count in alloc:
-            if not 0 <= node < s.num_nodes:
+            if not 0 <= node < num_nodes:
                 raise self._reject(job, f"node {node} does not exist")
             if node in seen:
                 raise self._reject(job, f"node {node} appears twice in the allocation")
             seen.add(node)
-            if not s.on[node]:
+            if not on[node]:
                 raise self._reject(job, f"node {node} is powered off")
-            if s.node_pool[node] != pool:
-                raise self._reject(job, f"node {node} belongs to pool '{s.node_pool[node]}', the job may use '{pool}'")
-            if job.gpu_type and s.node_type[node] != job.gpu_type:
-                raise self._reject(job, f"node {node} has {s.node_type[node]} GPUs, the job needs {job.gpu_type}")
+            if node_pool[node] != pool:
+                raise self._reject(job, f"node {node} belongs to pool '{node_pool[node]}', the job may use '{pool}'")
+            if job.gpu_type and node_type[node] != job.gpu_type:
+                raise self._reject(job, f"node {node} has {node_type[node]} GPUs, the job needs {job.gpu_type}")
             if count <= 0 or count != int(count):
                 raise self._reject(job, f"GPU count {count!r} on node {node} must be a positive whole number")
-            if job.fractional:
+            if fractional:
                 if not s.fraction_room(node, job.milli):
                     raise self._reject(job, f"node {node} has no room for {job.milli / 1000:g} of a GPU")
-            elif s.free[node] < count:
-                raise self._reject(job, f"node {node} has {s.free[node]} free GPUs, asked for {count}")
-            if gpw == gpw and gpw >= 1 and count % gpw:
+            elif free[node] < count:
+                raise self._reject(job, f"node {node} has {free[node]} free GPUs, asked for {count}")
+            if gang and count % gpw:
                 raise self._reject(job, f"gang workers need {gpw:g} GPUs each on one node; got {count} on node {node}")
             total += count
-        if job.fractional:
+        if fractional:
             if len(alloc) != 1 or total != 1:
                 raise self._reject(job, "a fractional job takes exactly one GPU slot: [(node, 1)]")
         elif total != job.num_gpus and not elastic:
@@ -105,6 +108,9 @@ class Actions(RunLedger):
         if job.fractional:
             node = alloc[0][0]
             job.alloc = ((node, (s.take_fraction(node, job.milli),)),)
+        elif len(alloc) == 1:
+            node, count = alloc[0]
+            job.alloc = ((node, s.take_whole(node, count)),)
         else:
             job.alloc = tuple((node, s.take_whole(node, count)) for node, count in alloc)
 

@@ -34,6 +34,12 @@ if TYPE_CHECKING:
     from schedlab.sim.policy import Context, Policy
 
 INF = math.inf
+# Workload columns in the order of Job's arguments after its index; NaN checkpoint intervals
+# take the engine's default.
+JOB_ARGS = ("job_id", "submit_s", "user", "tenant", "name", "priority_class", "num_gpus", "gpus_per_worker",
+            "gpu_type", "duration_s", "checkpoint_interval_s", "model", "deadline_s", "gpu_mem_gib", "time_limit_s")  # fmt: skip
+CKPT_ARG = JOB_ARGS.index("checkpoint_interval_s")
+ROW_BLOCK = 16_384
 
 
 @dataclass(frozen=True)
@@ -91,9 +97,8 @@ class Simulation(Actions):
         jobs = workload.jobs
         self._n = len(jobs)
         self._submit: list[float] = jobs["submit_s"].tolist()
-        self._cols = {c: jobs[c].tolist() for c in (
-            "job_id", "user", "tenant", "name", "priority_class", "num_gpus", "gpus_per_worker", "gpu_type",
-            "duration_s", "checkpoint_interval_s", "model", "deadline_s", "gpu_mem_gib", "time_limit_s")}  # fmt: skip
+        self._rows: list[tuple[Any, ...]] = []  # Job arguments of the block of rows from _row0 on
+        self._row0 = 0
         self._out = JobRecorder(self._n)
         self._ts = SeriesRecorder(self.state.type_names)
 
@@ -137,14 +142,17 @@ class Simulation(Actions):
             )
 
     def _make_job(self, i: int) -> Job:
-        c = self._cols
-        ckpt = c["checkpoint_interval_s"][i]
-        return Job(
-            i, c["job_id"][i], self._submit[i], c["user"][i], c["tenant"][i], c["name"][i], c["priority_class"][i],
-            c["num_gpus"][i], c["gpus_per_worker"][i], c["gpu_type"][i], c["duration_s"][i],
-            self.config.checkpoint_interval_s if ckpt != ckpt else ckpt, c["model"][i], c["deadline_s"][i],
-            c["gpu_mem_gib"][i], c["time_limit_s"][i],
-        )  # fmt: skip
+        """The job of workload row ``i``; rows are asked for in order, and turned into Python
+        values a block at a time (not all at once: a million rows of them take half a GB)."""
+        k = i - self._row0
+        if k == len(self._rows):
+            block = self._workload.jobs.iloc[i : i + ROW_BLOCK]
+            cols = [block[c].tolist() for c in JOB_ARGS]
+            ckpt, default = cols[CKPT_ARG], self.config.checkpoint_interval_s
+            cols[CKPT_ARG] = [default if x != x else x for x in ckpt]
+            self._rows = list(zip(*cols))
+            self._row0, k = i, 0
+        return Job(i, *self._rows[k])
 
     # ----- main loop ---------------------------------------------------------------------------
     def run(self, progress: Callable[[RunProgress], None] | None = None) -> SimResult:
@@ -162,6 +170,9 @@ class Simulation(Actions):
         next_report = wall0
         last_change = self.now
         ctx = self._ctx
+        state = self.state
+        running = self.running
+        record = self._ts.add
         policy.setup(ctx)
         while True:
             steps += 1
@@ -202,16 +213,12 @@ class Simulation(Actions):
             if changed:
                 last_change = t
                 policy.schedule(ctx)
-                self._record()
+                record(t, state.gpus_on, state.busy_gpus, len(running), self.pending_count, state.nodes_on,
+                       state.type_busy, state.type_gpus_on)  # fmt: skip
         result = self._collect(nxt, time.perf_counter() - wall0)
         if progress is not None:
             progress(RunProgress(self.now, nxt, self._finished, n, horizon))
         return result
-
-    def _record(self) -> None:
-        s = self.state
-        self._ts.add(self.now, s.gpus_on, s.busy_gpus, len(self.running), self.pending_count, s.nodes_on,
-                     s.type_busy, s.type_gpus_on)
 
     @property
     def arrivals_left(self) -> int:

@@ -31,7 +31,7 @@ class Job:
         "state", "alloc", "milli", "rate", "remaining", "last_update", "stall_until", "restart_cost", "version",
         "first_start", "end", "queue_s", "queued_since", "run_s", "served_s", "run_since", "preemptions",
         "migrations", "lost_work", "gpu_seconds", "work_done", "saved_progress", "colocated", "shared_s", "shared_since",
-        "copies", "elastic", "mem_gib", "time_limit", "pause_s", "restore_s", "migration_s",
+        "copies", "elastic", "mem_gib", "time_limit", "pause_s", "restore_s", "migration_s", "fractional",
     )  # fmt: skip
 
     def __init__(
@@ -67,6 +67,7 @@ class Job:
         self.ckpt_interval = ckpt_interval
         self.model = model
         self.deadline = deadline
+        self.fractional = num_gpus < 1  # asks for part of one GPU
         self.state = PENDING
         self.alloc: tuple[tuple[int, tuple[int, ...]], ...] = ()
         self.milli = 1000 if num_gpus >= 1 else max(1, int(round(num_gpus * 1000)))
@@ -101,17 +102,14 @@ class Job:
         self.elastic = False  # resized at least once (Simulation.resize): it holds its allocation's GPUs
 
     @property
-    def fractional(self) -> bool:
-        return self.num_gpus < 1
-
-    @property
     def held_gpus(self) -> float:
         """GPUs the job holds: its request, or its allocation's GPUs when it runs forked or resized."""
         return sum(len(g) for _, g in self.alloc) if self.copies or self.elastic else self.num_gpus
 
     @property
     def nodes(self) -> tuple[int, ...]:
-        return tuple(node for node, _ in self.alloc)
+        alloc = self.alloc
+        return (alloc[0][0],) if len(alloc) == 1 else tuple([node for node, _ in alloc])
 
     def checkpointed(self, progress: float) -> float:
         """The progress an eviction at ``progress`` would resume from: the later of the last

@@ -115,7 +115,8 @@ class RunLedger:
         job.restart_cost = 0.0
         self.running[job.idx] = job
         self.actions += 1
-        self._set_rate(job, self._alone_rate(job))
+        job.rate = self._alone_rate(job)  # as _set_rate, with nothing to advance: it starts now
+        self._push_finish(job)
 
     def _alone_rate(self, job: Job) -> float:
         """A job's rate on its allocation; a forked job's is the sum of its copies' rates."""
@@ -127,10 +128,14 @@ class RunLedger:
         """Apply a new rate from now on and reschedule the finish."""
         self._advance(job)
         job.rate = rate
-        job.version += 1
-        begin = job.stall_until if job.stall_until > self.now else self.now
-        finish = begin + job.remaining / rate
-        heapq.heappush(self._heap, (finish, next(self._seq), FINISH, job, job.version))
+        self._push_finish(job)
+
+    def _push_finish(self, job: Job) -> None:
+        """A new version of the job's finish event, at its rate from now (or its stall's end)."""
+        job.version = version = job.version + 1
+        now = self.now
+        begin = job.stall_until if job.stall_until > now else now
+        heapq.heappush(self._heap, (begin + job.remaining / job.rate, next(self._seq), FINISH, job, version))
 
     def _advance(self, job: Job) -> None:
         now = self.now
@@ -147,7 +152,8 @@ class RunLedger:
         now = self.now
         elapsed = now - job.run_since
         job.run_s += elapsed
-        job.served_s += max(0.0, now - job.stall_until)
+        served = now - job.stall_until
+        job.served_s += served if served > 0.0 else 0.0
         job.gpu_seconds += job.held_gpus * elapsed
         self._release(job)
         job.copies = ()

@@ -55,7 +55,7 @@ class PerfModel:
         if table is not None and job.model in table:
             rate = table.task_rate(job.model, job.num_gpus, {self.node_type[n] for n in nodes})
             return rate * self.cross_node_factor if len(nodes) > 1 else rate
-        speed = min(self.node_speed[n] for n in nodes)
+        speed = self.node_speed[nodes[0]] if len(nodes) == 1 else min(self.node_speed[n] for n in nodes)
         native = self.type_speed.get(job.gpu_type, 1.0) if job.gpu_type else 1.0
         rate = speed / native
         if len(nodes) > 1:

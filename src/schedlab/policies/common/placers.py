@@ -58,11 +58,13 @@ class Placer:
         if free >= need:
             return False
         eligible = {id(g) for g in groups}
+        all_groups, node_group = state.groups, state.node_group
         for k, step in enumerate(released_in_order(state, allocs)):
             if step is None:
                 return False
-            free += sum(after - before for node, before, after in step
-                        if id(state.groups[state.node_group[node]]) in eligible)  # fmt: skip
+            for node, before, after in step:
+                if id(all_groups[node_group[node]]) in eligible:
+                    free += after - before
             if free >= need:
                 return k + 1
         return None
@@ -264,9 +266,12 @@ def released_in_order(state: ClusterView, allocs: list[Held]) -> Iterator[list[t
     holders = state.gpu_jobs
     gained: dict[int, int] = {}
     for alloc in allocs:
-        if not all(holders[node][gid] == 1 for node, gids in alloc for gid in gids):
-            yield None
-            return
+        for node, gids in alloc:
+            held = holders[node]
+            for gid in gids:
+                if held[gid] != 1:
+                    yield None
+                    return
         step = []
         for node, gids in alloc:
             before = gained.get(node, free[node])

@@ -405,7 +405,7 @@ class PreemptiveScheduler(Policy):
         if self.fractions:
             return self.index.lowest(ctx, ranked, n), cap
         first = heads[0][0]
-        limit = n - ranked.bisect_left(first) if self.static_keys else n  # rows that may rank after it
+        limit = n - bisect.bisect_left(ranked, first) if self.static_keys else n  # rows that may rank after it
         pending = _PendingPrefix(heads)
         read = 0
         while True:

@@ -31,15 +31,6 @@ def job_shape(job: Job) -> tuple[float, float, str]:
     return (job.num_gpus, gpw if gpw == gpw else 0.0, job.gpu_type)
 
 
-def add_to_shape_queue(shapes: dict[Key, SortedList], job: Job, order: float) -> None:
-    """Queue ``job`` under its shape, ordered by ``order`` then arrival index."""
-    key = job_shape(job)
-    queue = shapes.get(key)
-    if queue is None:
-        queue = shapes[key] = SortedList()
-    queue.add((order, job.idx))
-
-
 def drain_shapes(shapes: dict[Key, SortedList], waiting: dict[int, Job], try_start: Callable[[Job, Key], bool]) -> None:
     """Offer the head job of every shape, in queue order, to ``try_start(job, shape)``. A job
     that starts leaves its queue and ``waiting``, and the next job of its shape is offered; a
@@ -106,7 +97,8 @@ class QueueScheduler(Policy):
     job *shape* (GPUs, GPUs per worker, GPU type): jobs of one shape are interchangeable for a
     deterministic placer, so when the first of a shape cannot be placed none of that shape can,
     and a round looks only at the heads of the shape queues. A round costs
-    O(shapes x log + jobs started), not O(queue length).
+    O(shapes x log + jobs started), not O(queue length). A shape queue is a binary heap of
+    (order, arrival index): its head is the least, and entries never change while they wait.
     """
 
     def __init__(self, name: str, order: OrderKey, placer: Placer, *, backfill: bool = False) -> None:
@@ -114,22 +106,32 @@ class QueueScheduler(Policy):
         self.order = order
         self.placer = placer
         self.backfill = backfill
-        self.pools: dict[str, dict[Key, SortedList]] = {}
+        self.pools: dict[str, dict[Key, list[Key]]] = {}
         self.waiting: dict[int, Job] = {}
         self.exchangeable = not isinstance(placer, RandomFit)
 
     def on_arrival(self, ctx: Context, job: Job) -> None:
-        add_to_shape_queue(self.pools.setdefault(ctx.pool_of(job), {}), job, self.order(ctx, job))
+        pool = ctx.pool_of(job)
+        shapes = self.pools.get(pool)
+        if shapes is None:
+            shapes = self.pools[pool] = {}
+        key = job_shape(job)
+        queue = shapes.get(key)
+        if queue is None:
+            queue = shapes[key] = []
+        heapq.heappush(queue, (self.order(ctx, job), job.idx))
         self.waiting[job.idx] = job
 
     def schedule(self, ctx: Context) -> None:
+        if not self.waiting:
+            return
         for pool, shapes in self.pools.items():
             if self.exchangeable:
                 self._drain(ctx, pool, shapes)
             else:
                 self._drain_each(ctx, shapes)
 
-    def _drain(self, ctx: Context, pool: str, shapes: dict[Key, SortedList]) -> None:
+    def _drain(self, ctx: Context, pool: str, shapes: dict[Key, list[Key]]) -> None:
         state = ctx.state
         pool_groups = state.groups_for(pool, "")
         heads = [(queue[0], key) for key, queue in shapes.items() if queue]
@@ -145,7 +147,7 @@ class QueueScheduler(Policy):
                 continue  # no job of this shape can be placed in this round
             ctx.start(job, alloc)
             queue = shapes[key]
-            queue.pop(0)
+            heapq.heappop(queue)
             del self.waiting[entry[1]]
             if queue:
                 heapq.heappush(heads, (queue[0], key))
@@ -154,21 +156,26 @@ class QueueScheduler(Policy):
             if state.free_in(pool_groups) == 0 and not (self.backfill and self._fractions_waiting(shapes)):
                 return
 
-    def _drain_each(self, ctx: Context, shapes: dict[Key, SortedList]) -> None:
+    def _drain_each(self, ctx: Context, shapes: dict[Key, list[Key]]) -> None:
         """For a randomised placer, where jobs of one shape are not interchangeable: walk the
         pool's jobs in order (O(queue length))."""
         merged = sorted(entry + (key,) for key, queue in shapes.items() for entry in queue)
-        for order_key, idx, key in merged:
+        started: set[int] = set()
+        for _, idx, _ in merged:
             job = self.waiting[idx]
             alloc = self.placer.place(ctx, job)
             if alloc is None:
                 if not self.backfill:
-                    return
+                    break
                 continue
             ctx.start(job, alloc)
-            shapes[key].remove((order_key, idx))
+            started.add(idx)
             del self.waiting[idx]
+        if started:
+            for queue in shapes.values():
+                queue[:] = [entry for entry in queue if entry[1] not in started]
+                heapq.heapify(queue)
 
     @staticmethod
-    def _fractions_waiting(shapes: dict[Key, SortedList]) -> bool:
+    def _fractions_waiting(shapes: dict[Key, list[Key]]) -> bool:
         return any(key[0] < 1 and queue for key, queue in shapes.items())

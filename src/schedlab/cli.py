@@ -15,10 +15,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Optional
 
 import typer
-from rich.columns import Columns
 from rich.console import Console
 from rich.markup import escape
-from rich.table import Table
 from typer.core import TyperOption
 
 from schedlab.cli_slurm import serve_app, slurm_app
@@ -29,6 +27,7 @@ if TYPE_CHECKING:
     from typer._click import Context as ClickContext
 
     from schedlab.experiments.run import RunSpec, WorkloadSpec
+    from schedlab.experiments.settings import Setting
     from schedlab.sim.config import SimConfig
 
 app = typer.Typer(
@@ -55,7 +54,7 @@ err_console = Console(stderr=True)
 
 TraceOpt = Annotated[Optional[Path], typer.Option("--trace", help="Trace file (or folder, for pai).")]
 FormatOpt = Annotated[Optional[str], typer.Option("--format", "-f", help="Trace format: see `schedlab traces list`.")]
-SyntheticOpt = Annotated[Optional[str], typer.Option("--synthetic", help="Synthetic profile: venus, philly, gfs, gfs-a100, simple, hadar, hadar-uniform.")]
+SyntheticOpt = Annotated[Optional[str], typer.Option("--synthetic", help="Synthetic profile: venus, philly, gfs, gfs-a100, gfs-a100-calibrated, simple, hadar, hadar-uniform.")]
 RunJobsOpt = Annotated[Optional[int], typer.Option("--jobs", "-n", min=1, help="Number of synthetic jobs (default: the profile's, 2000; hadar and hadar-uniform 480).")]
 LoadOpt = Annotated[Optional[float], typer.Option("--load", min=0.01, help="Offered load of a synthetic trace (default: profile's).")]
 ClusterOpt = Annotated[Optional[str], typer.Option("--cluster", "-c", help="Preset (see `schedlab clusters`), uniform:NxG[:TYPE], helios:PATH[@DATE], gfs:PATH, helios-vcs[@LOAD] (each VC sized to its jobs' demand). Default for synthetic traces: the profile's cluster.")]
@@ -71,14 +70,15 @@ TenantPrefixOpt = Annotated[Optional[str], typer.Option("--tenant-prefix", help=
 TenantMapOpt = Annotated[Optional[Path], typer.Option("--tenant-map", help="CSV trace_tenant,cluster_tenant: rename tenants (before --tenant-prefix).")]
 TrainUntilOpt = Annotated[Optional[float], typer.Option("--train-until", min=0, help="Train/test split at HOURS from the trace start: jobs finished before it are history for predictors (qssf); only jobs submitted from it on are simulated.")]
 HorizonOpt = Annotated[Optional[float], typer.Option("--horizon", min=0.001, help="Stop at this simulated time (hours); unfinished jobs are reported.")]
-RestoreOpt = Annotated[float, typer.Option("--restore-s", min=0, help="Seconds to restore a paused or migrated job from its checkpoint.")]
-RestartOpt = Annotated[float, typer.Option("--restart-s", min=0, help="Seconds an evicted job needs to run again: rescheduling, image pull, restore (default: Hadar's 10 s).")]
-CkptOpt = Annotated[float, typer.Option("--checkpoint-s", min=0, help="Seconds to save a checkpoint on pause or migration.")]
+RestoreOpt = Annotated[Optional[float], typer.Option("--restore-s", min=0, help="Seconds to restore a paused or migrated job from its checkpoint (default 30).")]
+RestartOpt = Annotated[Optional[float], typer.Option("--restart-s", min=0, help="Seconds an evicted job needs to run again: rescheduling, image pull, restore (default: Hadar's 10 s).")]
+CkptOpt = Annotated[Optional[float], typer.Option("--checkpoint-s", min=0, help="Seconds to save a checkpoint on pause or migration (default 10).")]
+SettingOpt = Annotated[Optional[str], typer.Option("--setting", help="A named set of engine options, policy parameters and workload options that reproduces a published setup: gfs-authors (the GFS evaluation as the authors' simulator runs it, see docs/gfs.md) or paper-text (the defaults). Options given explicitly win.")]
 CkptModelOpt = Annotated[str, typer.Option("--checkpoint-model", help="What a pause or migration costs: fixed (checkpoint-s + restore-s for every job), framework (iteration boundary, whole state, scaled by GPU memory), transparent (FlowGPU-style, active GPU memory) or kill (lose work since the last periodic checkpoint, restart-s). See docs/migration.md.")]
 SpeedupOpt = Annotated[float, typer.Option("--transparent-speedup", min=0.001, help="The transparent model's gain over framework checkpointing (default 1.7: FlowGPU's migration gain is 1.7x to 4.5x).")]
-SPOT_PROFILES = ("gfs", "gfs-a100")  # the synthetic profiles with a spot_scale
+SPOT_PROFILES = ("gfs", "gfs-a100", "gfs-a100-calibrated")  # the synthetic profiles with a spot_scale
 SpotScaleOpt = Annotated[Optional[float], typer.Option("--spot-scale", min=0.01, help="With --synthetic gfs or gfs-a100: multiply the number of spot jobs by K (1, 2, 4 = low, medium, high spot load).")]
-CkptEveryOpt = Annotated[float, typer.Option("--checkpoint-interval-s", min=0.001, help="Periodic checkpoint interval (work seconds); an eviction loses work since the last one.")]
+CkptEveryOpt = Annotated[Optional[float], typer.Option("--checkpoint-interval-s", min=0.001, help="Periodic checkpoint interval (work seconds); an eviction loses work since the last one (default 1800).")]
 ParamOpt = Annotated[Optional[list[str]], typer.Option("--param", help="A policy parameter KEY=VALUE (repeat); `schedlab policies NAME` lists them.")]
 SharesOpt = Annotated[Optional[Path], typer.Option("--shares", help="Tenant weights (CSV tenant,weight or ASTRAEA's name,share): adds the fairness metrics (LTGF, finish-time fairness, Jain's index) to summary.json.")]
 BootOpt = Annotated[float, typer.Option("--boot-s", min=0, help="Seconds for a powered-off node to boot.")]
@@ -139,10 +139,11 @@ def _run_options(
     param: ParamOpt = None,
     shares: SharesOpt = None,
     horizon: HorizonOpt = None,
-    restore_s: RestoreOpt = 30.0,
-    restart_s: RestartOpt = 10.0,
-    checkpoint_s: CkptOpt = 10.0,
-    checkpoint_interval_s: CkptEveryOpt = 1800.0,
+    setting: SettingOpt = None,
+    restore_s: RestoreOpt = None,
+    restart_s: RestartOpt = None,
+    checkpoint_s: CkptOpt = None,
+    checkpoint_interval_s: CkptEveryOpt = None,
     checkpoint_model: CkptModelOpt = "fixed",
     transparent_speedup: SpeedupOpt = 1.7,
     boot_s: BootOpt = 300.0,
@@ -153,8 +154,9 @@ def _run_options(
     the policy parameters and the engine settings."""
     from dataclasses import replace
 
-    from schedlab.sim.config import SimConfig
+    from schedlab.experiments.settings import get_setting
 
+    chosen = get_setting(setting)
     wspec = _workload_spec(trace, fmt=fmt, synthetic=synthetic, jobs=jobs, seed=seed, load=load, window=window,
                            sample=sample, arrival_scale=arrival_scale, mapping=mapping, time_unit=time_unit,
                            skip_cpu_jobs=skip_cpu_jobs, skip=skip, tenant_prefix=tenant_prefix,
@@ -165,19 +167,22 @@ def _run_options(
         if synthetic not in SPOT_PROFILES:
             raise ConfigError(f"--spot-scale needs --synthetic {' or '.join(SPOT_PROFILES)}")
         wspec = replace(wspec, options={**wspec.options, "spot_scale": spot_scale})
-    config = SimConfig(
-        restore_s=restore_s, restart_s=restart_s, checkpoint_s=checkpoint_s, checkpoint_interval_s=checkpoint_interval_s, boot_s=boot_s,
-        checkpoint_model=checkpoint_model, transparent_speedup=transparent_speedup,
-        horizon_s=horizon * 3600 if horizon is not None else float("inf"),
-        cross_node_factor=cross_node_factor, colocation_factor=colocation_factor,
-    )  # fmt: skip
+    wspec = chosen.workload(wspec)
+    costs = {"restore_s": restore_s, "restart_s": restart_s, "checkpoint_s": checkpoint_s,
+             "checkpoint_interval_s": checkpoint_interval_s}  # fmt: skip
+    config = chosen.config({
+        **{name: value for name, value in costs.items() if value is not None}, "boot_s": boot_s,
+        "checkpoint_model": checkpoint_model, "transparent_speedup": transparent_speedup,
+        "horizon_s": horizon * 3600 if horizon is not None else float("inf"),
+        "cross_node_factor": cross_node_factor, "colocation_factor": colocation_factor,
+    })  # fmt: skip
     weights = None
     if shares is not None:
         from schedlab.metrics.fairness import load_shares
 
         weights = load_shares(shares)
     params = _pairs(param, "--param", "KEY=VALUE, e.g. --param promote_knob=4")
-    return _RunOptions(wspec, cluster, placer, seed, config, params, weights)
+    return _RunOptions(wspec, cluster, placer, seed, config, params, weights, chosen)
 
 
 @dataclass(frozen=True)
@@ -191,13 +196,15 @@ class _RunOptions:
     config: SimConfig
     params: dict[str, str]
     shares: dict[str, float] | None
+    setting: Setting
 
     def spec(self, policy: str) -> RunSpec:
         from schedlab.experiments.run import RunSpec
 
         from schedlab.policies.registry import POLICIES
 
-        params = POLICIES[policy].parse(self.params)  # the one conversion of --param KEY=VALUE
+        given = self.setting.policy_params(policy, self.params)
+        params = POLICIES[policy].parse(given)  # the one conversion of --param KEY=VALUE
         return RunSpec(self.workload, self.cluster, policy, self.placer, self.seed, self.config, params=params,
                        shares=self.shares)  # fmt: skip
 
@@ -308,6 +315,8 @@ def simulate(
           --format philly --time-unit min --cluster philly --tenant-prefix vc_ \\
           --policy tiresias --out runs/tiresias
     """
+    from rich.columns import Columns
+
     from schedlab.experiments.outdir import check_out
     from schedlab.experiments.run import check_names, simulate_run
     from schedlab.metrics.tables import breakdown_table, summary_table
@@ -367,6 +376,7 @@ def compare(
     from schedlab.experiments.outdir import check_out
     from schedlab.experiments.run import check_names, compare_runs
     from schedlab.metrics import comparison_frame, comparison_table
+    from schedlab.metrics.tables import metrics_table
 
     with tempfile.TemporaryDirectory(prefix="schedlab-compare-") as scratch:
         target = out if out is not None else Path(scratch) / "compare"
@@ -380,8 +390,31 @@ def compare(
             frame = comparison_frame(summaries)
             frame.to_csv(stage / "comparison.csv", index=False)
     console.print(comparison_table(frame))
+    by_class = _class_rows(summaries)
+    if by_class:
+        console.print(metrics_table(by_class, "per priority class (means; resident tasks are their own class)"))
     if out is not None:
         console.print(f"results in [bold]{escape(str(out))}[/]  (draw plots: schedlab report {escape(str(out))})")
+
+
+def _class_rows(summaries: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """Per policy, each priority class's mean JQT and JCT and its eviction rate where one is
+    measured; empty when the runs have a single class."""
+    classes = sorted({c for s in summaries for c in s.get("classes", {})})
+    if len(classes) < 2:
+        return {}
+    rows: dict[str, dict[str, Any]] = {}
+    for summary in summaries:
+        row: dict[str, Any] = {}
+        for name in classes:
+            m = summary["classes"].get(name)
+            if m is not None:
+                row[f"{name} JQT (s)"] = m["queue_mean_s"]
+                row[f"{name} JCT (s)"] = m["jct_mean_s"]
+                if m.get("eviction_rate") is not None:
+                    row[f"{name} evicted (%)"] = 100.0 * m["eviction_rate"]
+        rows[summary["policy"]] = row
+    return rows
 
 
 @app.command()
@@ -538,6 +571,8 @@ def policies(
 
       schedlab policies tiresias   # then: --param promote_knob=4
     """
+    from rich.table import Table
+
     from schedlab.policies.common.placers import PLACERS
     from schedlab.policies.params import describe
     from schedlab.policies.registry import POLICIES
@@ -575,6 +610,8 @@ def clusters() -> None:
 
       schedlab clusters
     """
+    from rich.table import Table
+
     from schedlab.cluster.presets import PRESETS
 
     table = Table("preset", "what it is", title="cluster presets")
@@ -745,6 +782,8 @@ def traces_list() -> None:
 
       schedlab traces list
     """
+    from rich.table import Table
+
     from schedlab.workload.loaders import LOADERS
     from schedlab.workload.synthetic import PROFILES
 

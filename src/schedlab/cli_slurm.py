@@ -10,7 +10,6 @@ from typing import Annotated, Any, Optional
 import typer
 from rich.console import Console
 from rich.markup import escape
-from rich.table import Table
 
 from schedlab.errors import ConfigError
 from schedlab.terminal import HelpGroup
@@ -117,6 +116,8 @@ def down(sandbox_dir: DirOpt = DEFAULT_DIR) -> None:
 @slurm_app.command()
 def status(sandbox_dir: DirOpt = DEFAULT_DIR) -> None:
     """Show the sandbox's daemons, their memory, and its nodes."""
+    from rich.table import Table
+
     from schedlab.slurm import sandbox
     from schedlab.slurm.client import SlurmClient, SlurmUnavailable
     from schedlab.slurm.conf import Layout
@@ -213,6 +214,8 @@ def replay(
 
 
 def _print_replay(result: dict[str, Any], out: Path) -> None:
+    from rich.table import Table
+
     real = result["summary"]
     console.print(f"replayed {real['jobs']} jobs in {result['wall_s']:.0f} s on the sandbox "
                   f"(speedup {result['speedup']:g}); wrote {escape(str(out))}")  # fmt: skip

@@ -8,23 +8,28 @@ is a bug in schedlab and shows its traceback with a line asking to report it.
 from __future__ import annotations
 
 import inspect
+import math
+import re
 import signal
 import threading
 import traceback
 from collections.abc import Callable
+from pathlib import Path
 from types import FrameType
 from typing import TYPE_CHECKING, Any
 
 import typer
 from rich.console import Console
 from rich.markup import escape
-from rich.progress import BarColumn, Progress, TaskID, TaskProgressColumn, TextColumn, TimeElapsedColumn, TimeRemainingColumn
-from typer.core import TyperGroup
+from typer._coercion import RuntimeParam, build_runtime_param
+from typer._param_types import coerce_cli_path
+from typer.core import TyperGroup, _TyperParameter
 
 from schedlab.errors import SchedlabError
 
 if TYPE_CHECKING:
-    from typer._click import Context, HelpFormatter
+    from rich.progress import Progress, TaskID
+    from typer._click import Command, Context, HelpFormatter, Parameter
 
     from schedlab.sim.engine import RunProgress
 
@@ -59,6 +64,17 @@ class HelpGroup(TyperGroup):
         for command in self.commands.values():
             if command.help and not isinstance(command, HelpGroup):
                 command.help = keep_indented(command.help)
+
+    def parse_args(self, ctx: Context, args: list[str]) -> list[str]:
+        _coerce_plainly(self.get_params(ctx))
+        return super().parse_args(ctx, args)
+
+    def resolve_command(self, ctx: Context, args: list[str]) -> tuple[str | None, Command | None, list[str]]:
+        name, command, rest = super().resolve_command(ctx, args)
+        if command is not None and not isinstance(command, HelpGroup):  # a group sees to its own
+            # Its help option is made (once) with this context's names, unless it has its own.
+            _coerce_plainly(command.params if "help_option_names" in command.context_settings else command.get_params(ctx))
+        return name, command, rest
 
     def format_commands(self, ctx: Context, formatter: HelpFormatter) -> None:
         rows = []
@@ -122,6 +138,58 @@ def _os_message(exc: OSError) -> str:
     return f"{where}{exc.strerror or exc}"
 
 
+_NUMBER = {int: re.compile(r"-?[0-9]{1,18}"), float: re.compile(r"-?[0-9]{1,18}(?:\.[0-9]{1,18})?")}
+
+
+class PlainCoercion(RuntimeParam):
+    """typer's coercion of an option, without pydantic when the value is plain.
+
+    typer checks every option with a pydantic adapter; importing pydantic and building them is
+    about a fifth of a small run's CPU. A value that plainly is of the option's type (a str, a
+    path, a list of str, a decimal int or float within the option's min and max) is converted
+    here as the adapter would; any other goes to typer's own coercion, its checks and messages."""
+
+    def _coerce_value(self, value: Any, param: _TyperParameter, ctx: Context) -> Any:
+        plain = _plain_value(self.annotation, value, self.parameter_info.min, self.parameter_info.max)
+        if plain is None:
+            return build_runtime_param(param.type_descriptor)._coerce_value(value, param=param, ctx=ctx)
+        if self.annotation is Path:
+            return coerce_cli_path(plain, self.parameter_info, path_type=Path, param=param, ctx=ctx)
+        return plain
+
+
+def _coerce_plainly(params: list[Parameter]) -> None:
+    """Give the parameters whose type and settings :class:`PlainCoercion` knows that coercion."""
+    for param in params:
+        if not isinstance(param, _TyperParameter) or param._runtime_param is not None:
+            continue
+        descriptor = param.type_descriptor
+        info = descriptor.parameter_info
+        if descriptor.file_annotation is not None or info.parser is not None or info.path_type is not None:
+            continue
+        if descriptor.annotation in (bool, str, Path, list[str]) or (descriptor.annotation in _NUMBER and not info.clamp):
+            param._runtime_param = PlainCoercion(info, descriptor.annotation)
+
+
+def _plain_value(annotation: Any, value: Any, low: float | None, high: float | None) -> Any:
+    """``value`` converted to ``annotation`` when it plainly is one, else None (a bool option
+    reaches coercion only with a value that is not a bool: always None)."""
+    if annotation is bool:
+        return None
+    if annotation is str:
+        return value if type(value) is str else None
+    if annotation is Path:
+        return Path(value) if type(value) is str and value else value if isinstance(value, Path) else None
+    if annotation == list[str]:
+        return list(value) if isinstance(value, (list, tuple)) and all(type(v) is str for v in value) else None
+    numbers = (int, float) if annotation is float else (int,)
+    if type(value) is str and _NUMBER[annotation].fullmatch(value) or type(value) in numbers:
+        number = annotation(value)
+        if math.isfinite(number) and (low is None or number >= low) and (high is None or number <= high):
+            return number
+    return None
+
+
 class RunBars:
     """One progress bar per run, fed with :class:`RunProgress`; drawn only when stderr is a terminal.
 
@@ -132,22 +200,30 @@ class RunBars:
         self.console = Console(stderr=True)
         self.enabled = enabled and self.console.is_terminal
         self.labels = labels
-        self.bar = Progress(
-            TextColumn("[bold]{task.description}"), BarColumn(), TaskProgressColumn(),
-            TextColumn("{task.fields[status]}"), TimeElapsedColumn(), TimeRemainingColumn(),
-            console=self.console, transient=True, disable=not self.enabled,
-        )  # fmt: skip
+        self.bar: Progress | None = None
+        if self.enabled:  # rich.progress is imported only to draw
+            from rich.progress import BarColumn, Progress, TaskProgressColumn, TextColumn, TimeElapsedColumn, TimeRemainingColumn
+
+            self.bar = Progress(
+                TextColumn("[bold]{task.description}"), BarColumn(), TaskProgressColumn(),
+                TextColumn("{task.fields[status]}"), TimeElapsedColumn(), TimeRemainingColumn(),
+                console=self.console, transient=True,
+            )  # fmt: skip
         self.tasks: list[TaskID] = []
 
     def __enter__(self) -> RunBars:
-        self.bar.__enter__()
-        self.tasks = [self.bar.add_task(label, total=1.0, status="starting") for label in self.labels]
+        if self.bar is not None:
+            self.bar.__enter__()
+            self.tasks = [self.bar.add_task(label, total=1.0, status="starting") for label in self.labels]
         return self
 
     def __exit__(self, *exc: Any) -> None:
-        self.bar.__exit__(*exc)
+        if self.bar is not None:
+            self.bar.__exit__(*exc)
 
     def update(self, i: int, progress: RunProgress) -> None:
+        if self.bar is None:
+            return
         status = (f"day {progress.now / 86400:,.1f} · {progress.finished:,}/{progress.total:,} jobs done"
                   if progress.total else "")  # fmt: skip
         self.bar.update(self.tasks[i], completed=progress.fraction, status=status)
@@ -157,5 +233,6 @@ class RunBars:
         return lambda progress: self.update(i, progress)
 
     def done(self, i: int, line: str) -> None:
-        self.bar.update(self.tasks[i], completed=1.0, status="done")
-        self.bar.console.print(f"[green]✓[/] [bold]{escape(self.labels[i])}[/] {escape(line)}", highlight=False)
+        if self.bar is not None:
+            self.bar.update(self.tasks[i], completed=1.0, status="done")
+        self.console.print(f"[green]✓[/] [bold]{escape(self.labels[i])}[/] {escape(line)}", highlight=False)

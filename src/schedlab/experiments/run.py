@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import functools
 import math
-import multiprocessing
 import queue
 import resource
 import signal
@@ -33,7 +32,6 @@ from schedlab.sim.config import SimConfig
 from schedlab.sim.engine import RunProgress, SimResult, Simulation
 from schedlab.sim.policy import Policy
 from schedlab.workload import transforms
-from schedlab.workload.loaders import load_trace
 from schedlab.workload.schema import SUBMITTED_COLUMNS, Workload
 from schedlab.workload.tenant_map import load_tenant_map
 from schedlab.workload.synthetic import PROFILES, generate
@@ -45,6 +43,7 @@ if TYPE_CHECKING:
 
 # The cluster a synthetic profile runs on when none is given.
 PROFILE_CLUSTERS = {"venus": "venus", "helios": "venus", "philly": "philly", "gfs": "gfs", "gfs-a100": "gfs-a100",
+                    "gfs-a100-calibrated": "gfs-a100",
                     "simple": "uniform:8x8", "uniform": "uniform:8x8", "hadar": "hadar-60",
                     "hadar-uniform": "hadar-60"}  # fmt: skip
 
@@ -87,6 +86,8 @@ class WorkloadSpec:
         if self.trace is not None and self.synthetic is None:
             if not self.fmt:
                 raise ConfigError("a trace needs its format (see `schedlab traces list`)")
+            from schedlab.workload.loaders import load_trace  # imported on use: every loader, pyarrow.csv
+
             w = load_trace(self.trace, self.fmt, **self.options)
         elif self.synthetic is not None and self.trace is None:
             n = self.jobs if self.jobs is not None else getattr(PROFILES.get(self.synthetic), "default_jobs", 2000)
@@ -279,6 +280,8 @@ def _run_in_processes(
     on_done: Callable[[int, dict[str, Any]], None] | None,
 ) -> list[dict[str, Any]]:
     """At most ``processes`` forked workers at once; each sends progress and its outcome on one queue."""
+    import multiprocessing
+
     ctx = multiprocessing.get_context("fork")
     messages = ctx.Queue()
     todo = list(range(len(specs)))

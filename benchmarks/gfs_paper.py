@@ -12,10 +12,21 @@ and the spot eviction rate (evictions / runs).
     python benchmarks/gfs_paper.py all --jobs 40000 --seeds 0,1 --write-doc docs/gfs.md
     python benchmarks/gfs_paper.py contention --jobs 20000 --seeds 0,1,2   # arrival rates x1, x1.15, x1.3
     python benchmarks/gfs_paper.py readings --jobs 40000 --seeds 0,1,2     # eq. 11's two readings
+    python benchmarks/gfs_paper.py all --jobs 40000 --seeds 0,1,2 \
+        --profiles gfs-a100,gfs-a100-calibrated --settings paper-text,gfs-authors --write-doc docs/gfs.md
+
+``--profiles`` and ``--settings`` repeat each table for every profile (``gfs-a100``: Table 3
+only; ``gfs-a100-calibrated``: pods per gang task set by Fig. 8's allocation rate) and setting
+(``paper-text``: the defaults; ``gfs-authors``: the baselines, costs and resident HP tasks of the
+authors' simulator, :mod:`schedlab.experiments.settings`).
 
 ``contention`` (not in ``all``) runs gfs, two of its readings (eq. 9 pooled per model; Sa = all
 spot GPUs) and yarn-cs-preempt at spot x2 with every arrival rate scaled by 1, 1.15 and 1.3
 (the inter-arrival gaps shrink, the diurnal pattern with them).
+
+``queue`` (not in ``all``) runs gfs at spot x2 with its three queue orders (``queue=pod``, the
+public simulator's, by default; ``total``; ``fcfs``), gfs-s and two baselines: the measurement
+behind the spot-JQT direction in docs/gfs.md.
 
 ``readings`` (not in ``all``) runs gfs at spot x2 for the four combinations of eq. 11's two
 ambiguous readings (§3.3.2; see ``schedlab.policies.gfs.sqa``): ``eta`` updated once per ``H``
@@ -25,7 +36,7 @@ two as in the authors' public simulator; at arrival rates x1 and x1.3.
 
 ``--write-doc`` replaces each table's block between ``<!-- gfs-paper:NAME -->`` and
 ``<!-- /gfs-paper:NAME -->`` in the given Markdown file with the printed table (NAME@K for
-``--arrival-scale K``).
+``--arrival-scale K``, NAME/PROFILE/SETTING for other than ``gfs-a100`` and ``paper-text``).
 """
 
 from __future__ import annotations
@@ -42,6 +53,7 @@ from typing import Any
 import numpy as np
 
 from schedlab.experiments.run import RunSpec, WorkloadSpec, simulate_run
+from schedlab.experiments.settings import SETTINGS, get_setting
 from schedlab.policies.registry import POLICIES
 
 BASELINES = ("yarn-cs-preempt", "chronus", "lyra", "fgd")
@@ -106,18 +118,27 @@ def cells(table: str) -> list[Cell]:
                     ("yarn-cs-preempt", {})]  # fmt: skip
         return [Cell(f"x{a:g} arrivals, {label}", label.split()[0], 2, none, params, a)
                 for a in CONTENTION for label, params in variants]  # fmt: skip
+    if table == "queue":
+        variants = [(f"gfs queue={q}", "gfs", {"queue": q}) for q in ("pod", "total", "fcfs")]
+        variants += [("gfs-s", "gfs-s", {}), ("yarn-cs-preempt", "yarn-cs-preempt", {}), ("lyra", "lyra", {})]
+        return [Cell(label, policy, 2, (None,) * 6, params) for label, policy, params in variants]
     if table == "readings":
         return [Cell(f"x{a:g} arrivals, {label}", "gfs", 2, (None,) * 6, params, a)
                 for a in READING_ARRIVALS for label, params in READINGS]  # fmt: skip
     raise SystemExit(f"unknown table {table!r}")
 
 
-def run_cell(cell: Cell, jobs: int, seed: int, arrival_scale: float) -> dict[str, Any]:
-    """One simulation of ``cell``: the per-class metrics of every job of the run."""
+def run_cell(cell: Cell, jobs: int, seed: int, arrival_scale: float, profile: str = "gfs-a100",
+             setting: str = "paper-text") -> dict[str, Any]:  # fmt: skip
+    """One simulation of ``cell`` on ``profile`` under ``setting`` (:mod:`schedlab.experiments.settings`):
+    the per-class metrics of every job of the window (resident HP tasks are their own class)."""
     arrival_scale = cell.arrival_scale or arrival_scale
-    wspec = WorkloadSpec(synthetic="gfs-a100", jobs=jobs, seed=seed, options={"spot_scale": float(cell.spot_scale)},
+    chosen = get_setting(setting)
+    wspec = WorkloadSpec(synthetic=profile, jobs=jobs, seed=seed, options={"spot_scale": float(cell.spot_scale)},
                          arrival_scale=None if arrival_scale == 1 else arrival_scale)  # fmt: skip
-    summary = simulate_run(RunSpec(wspec, "gfs-a100", cell.policy, seed=seed, params=POLICIES[cell.policy].parse(cell.params)), None)
+    params = POLICIES[cell.policy].parse(chosen.policy_params(cell.policy, cell.params))
+    spec = RunSpec(chosen.workload(wspec), "gfs-a100", cell.policy, seed=seed, config=chosen.config({}), params=params)
+    summary = simulate_run(spec, None)
     hp, spot = summary["classes"]["hp"], summary["classes"]["spot"]
     e = spot.get("eviction_rate")
     values = (hp["jct_p99_s"], hp["jct_mean_s"], hp["queue_mean_s"], spot["jct_mean_s"], spot["queue_mean_s"],
@@ -215,6 +236,10 @@ def directions(table: str, rows: list[tuple[Cell, list[dict[str, Any]]]]) -> str
         return "The paper's claim at more contention: gfs lowers the spot eviction rate below yarn-cs-preempt's.\n\n" + "\n".join(
             f"- x{a:g} arrivals: gfs {_f1(mean[f'x{a:g} arrivals, gfs'][5])} % against yarn-cs-preempt "
             f"{_f1(mean[f'x{a:g} arrivals, yarn-cs-preempt'][5])} %" for a in CONTENTION)
+    elif table == "queue":
+        spot = {c.label: mean[c.label][4] for c, _ in rows}
+        return "Spot JQT by queue order (measured, no paper figure):\n\n" + "\n".join(
+            f"- {label}: {_fmt((value, 0.0), 1, 0)} s" for label, value in spot.items())
     elif table == "table6":
         claims.append(("H=4 h: spot JQT above H=1 h and H=2 h", _below(max(mean["H=1 h"][4], mean["H=2 h"][4]), mean["H=4 h"][4])))
     else:
@@ -238,7 +263,8 @@ def _f1(x: float | None) -> str:
 def write_block(doc: Path, name: str, text: str) -> None:
     """Replace the block ``<!-- gfs-paper:name -->`` ... ``<!-- /gfs-paper:name -->`` of ``doc``."""
     source = doc.read_text()
-    pattern = re.compile(rf"(<!-- gfs-paper:{name} -->\n).*?(<!-- /gfs-paper:{name} -->)", re.S)
+    tag = re.escape(name)
+    pattern = re.compile(rf"(<!-- gfs-paper:{tag} -->\n).*?(<!-- /gfs-paper:{tag} -->)", re.S)
     if not pattern.search(source):
         raise SystemExit(f"{doc}: no block <!-- gfs-paper:{name} --> ... <!-- /gfs-paper:{name} -->")
     doc.write_text(pattern.sub(lambda m: m.group(1) + text + "\n" + m.group(2), source))
@@ -246,31 +272,52 @@ def write_block(doc: Path, name: str, text: str) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("table", choices=("table5", "table6", "ablation", "contention", "readings", "all"))
+    parser.add_argument("table", choices=("table5", "table6", "ablation", "contention", "readings", "queue", "all"))
     parser.add_argument("--jobs", type=int, default=40000, help="gfs-a100 jobs at spot scale 1 (Table 3: 165,038)")
     parser.add_argument("--seeds", default="0", help="comma-separated seeds; tables show mean ± std")
     parser.add_argument("--arrival-scale", type=float, default=1.0,
                         help="multiply every arrival rate (HP and spot) by K: a contention sweep, 1 = Table 3's rates")
+    parser.add_argument("--profiles", default="gfs-a100",
+                        help="comma-separated: gfs-a100 (Table 3 only) and/or gfs-a100-calibrated (pods per gang task "
+                             "set by Fig. 8's allocation rate); one table per profile and setting")
+    parser.add_argument("--settings", default="paper-text",
+                        help=f"comma-separated settings: {', '.join(SETTINGS)} (gfs-authors: the authors' simulator)")
     parser.add_argument("--processes", type=int, default=os.cpu_count() or 1)
     parser.add_argument("--write-doc", type=Path, default=None, help="Markdown file whose gfs-paper blocks to rewrite")
     args = parser.parse_args()
     seeds = [int(s) for s in args.seeds.split(",")]
-    for name in ("table5", "table6", "ablation") if args.table == "all" else (args.table,):
-        todo = cells(name)
-        t0 = time.perf_counter()
-        with ProcessPoolExecutor(max_workers=args.processes) as pool:
-            futures = {(c.label, s): pool.submit(run_cell, c, args.jobs, s, args.arrival_scale) for c in todo for s in seeds}
-            rows = [(c, [futures[c.label, s].result() for s in seeds]) for c in todo]
-        scale = "" if args.arrival_scale == 1 else f" --arrival-scale {args.arrival_scale:g}"
-        title = (f"`python benchmarks/gfs_paper.py {name} --jobs {args.jobs} --seeds {args.seeds}{scale}` "
-                 f"({time.perf_counter() - t0:.0f} s wall with {args.processes} processes)")  # fmt: skip
-        if name == "readings":
-            text = f"{title}\n\n{render_readings(rows)}\n\n{readings_summary(rows)}\n"
-        else:
-            text = f"{title}\n\n{render(rows)}\n\n{directions(name, rows)}\n"
-        print(f"## {name}\n\n{text}", flush=True)
-        if args.write_doc is not None:
-            write_block(args.write_doc, name if args.arrival_scale == 1 else f"{name}@{args.arrival_scale:g}", text)
+    profiles, settings = args.profiles.split(","), args.settings.split(",")
+    for setting in settings:
+        get_setting(setting)
+    for profile, setting in ((p, s) for p in profiles for s in settings):
+        for name in ("table5", "table6", "ablation") if args.table == "all" else (args.table,):
+            run_table(name, args, seeds, profile, setting)
+
+
+def block_name(table: str, profile: str, setting: str, arrival_scale: float) -> str:
+    """The doc block of a table: ``table5``, ``table5@1.15``, ``table5/gfs-a100-calibrated/gfs-authors``, ..."""
+    name = table if arrival_scale == 1 else f"{table}@{arrival_scale:g}"
+    return name if (profile, setting) == ("gfs-a100", "paper-text") else f"{name}/{profile}/{setting}"
+
+
+def run_table(name: str, args: argparse.Namespace, seeds: list[int], profile: str, setting: str) -> None:
+    todo = cells(name)
+    t0 = time.perf_counter()
+    with ProcessPoolExecutor(max_workers=args.processes) as pool:
+        futures = {(c.label, s): pool.submit(run_cell, c, args.jobs, s, args.arrival_scale, profile, setting)
+                   for c in todo for s in seeds}  # fmt: skip
+        rows = [(c, [futures[c.label, s].result() for s in seeds]) for c in todo]
+    scale = "" if args.arrival_scale == 1 else f" --arrival-scale {args.arrival_scale:g}"
+    which = "" if (profile, setting) == ("gfs-a100", "paper-text") else f" --profiles {profile} --settings {setting}"
+    title = (f"`python benchmarks/gfs_paper.py {name} --jobs {args.jobs} --seeds {args.seeds}{scale}{which}` "
+             f"({time.perf_counter() - t0:.0f} s wall with {args.processes} processes)")  # fmt: skip
+    if name == "readings":
+        text = f"{title}\n\n{render_readings(rows)}\n\n{readings_summary(rows)}\n"
+    else:
+        text = f"{title}\n\n{render(rows)}\n\n{directions(name, rows)}\n"
+    print(f"## {name} ({profile}, {setting})\n\n{text}", flush=True)
+    if args.write_doc is not None:
+        write_block(args.write_doc, block_name(name, profile, setting, args.arrival_scale), text)
 
 
 if __name__ == "__main__":

@@ -27,11 +27,11 @@ from __future__ import annotations
 
 from collections import Counter, deque
 from dataclasses import dataclass
+from typing import ClassVar
 
 from schedlab.policies.params import help_field
 from schedlab.policies.common.placers import Alloc, Placer, worker_size
-from schedlab.policies.spot.quota import check_quota
-from schedlab.policies.spot.spot_fcfs import ETA_EVERY_HELP, FORECASTER_HELP, QUOTA_HELP, WAIT_HELP, SpotFCFS, evict_mode
+from schedlab.policies.spot.spot_fcfs import QuotaParams, SpotFCFS, evict_mode
 from schedlab.sim.job import Job
 from schedlab.sim.policy import Context
 
@@ -43,20 +43,17 @@ def fragmentation(free: int, units: Counter[int]) -> int:
 
 
 @dataclass(frozen=True)
-class FgdParams:
+class FgdParams(QuotaParams):
     """How many recent arrivals define the expected job sizes; how a spot victim is stopped;
     the spot quota (:mod:`schedlab.policies.spot.spot_fcfs`)."""
 
+    policy: ClassVar[str] = "fgd"
     window: int = help_field(1000, "recent arrivals whose GPU sizes define the fragmentation measure")
     evict: str = help_field("kill", "how a spot victim is stopped: kill (the paper) or pause (checkpointed by the cost model)")
-    spot_quota: str = help_field("none", QUOTA_HELP)
-    quota_forecaster: str = help_field("orglinear", FORECASTER_HELP)
-    quota_eta_every_s: float | None = help_field(None, ETA_EVERY_HELP)
-    quota_wait_reading: str = help_field("longest", WAIT_HELP)
 
     def __post_init__(self) -> None:
-        evict_mode("fgd", self.evict)
-        check_quota("fgd", self.spot_quota, self.quota_forecaster, self.quota_eta_every_s, self.quota_wait_reading)
+        evict_mode(self.policy, self.evict)
+        super().__post_init__()
 
 
 class FGD(SpotFCFS):

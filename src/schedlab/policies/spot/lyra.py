@@ -25,7 +25,7 @@ sharing between them).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 import pandas as pd
 from sortedcontainers import SortedList
@@ -34,8 +34,7 @@ from schedlab.cluster.state import Group, Held
 from schedlab.policies.gfs.pts import waste
 from schedlab.policies.common.placers import Alloc, Placer, take_workers, worker_size
 from schedlab.policies.params import help_field
-from schedlab.policies.spot.quota import check_quota
-from schedlab.policies.spot.spot_fcfs import ETA_EVERY_HELP, FORECASTER_HELP, QUOTA_HELP, SPOT, WAIT_HELP, SpotFCFS
+from schedlab.policies.spot.spot_fcfs import SPOT, QuotaParams, SpotFCFS
 from schedlab.sim.job import Job
 from schedlab.sim.policy import ClusterView, Context
 
@@ -126,16 +125,10 @@ class NodeSet:
 
 
 @dataclass(frozen=True)
-class LyraParams:
+class LyraParams(QuotaParams):
     """The spot quota (:mod:`schedlab.policies.spot.spot_fcfs`); reclaiming has no parameter."""
 
-    spot_quota: str = help_field("none", QUOTA_HELP)
-    quota_forecaster: str = help_field("orglinear", FORECASTER_HELP)
-    quota_eta_every_s: float | None = help_field(None, ETA_EVERY_HELP)
-    quota_wait_reading: str = help_field("longest", WAIT_HELP)
-
-    def __post_init__(self) -> None:
-        check_quota("lyra", self.spot_quota, self.quota_forecaster, self.quota_eta_every_s, self.quota_wait_reading)
+    policy: ClassVar[str] = "lyra"
 
 
 class Lyra(SpotFCFS):

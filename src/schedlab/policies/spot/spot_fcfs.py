@@ -27,7 +27,7 @@ quota (eqs. 9-11, updated every 300 s, :class:`schedlab.policies.spot.quota.Quot
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 import pandas as pd
 
@@ -51,18 +51,30 @@ WAIT_HELP = "spot_quota=forecast: l of eq. 11, 'longest' spot wait over H (as gf
 
 
 @dataclass(frozen=True)
-class SpotEvictParams:
-    """How a spot victim is stopped."""
+class QuotaParams:
+    """The spot quota of the baselines (:mod:`schedlab.policies.spot.quota`); ``policy`` names
+    the baseline in error messages."""
 
-    evict: str = help_field("kill", "how a spot victim is stopped: kill (the paper) or pause (checkpointed by the cost model)")
+    policy: ClassVar[str] = "spot-fcfs"
     spot_quota: str = help_field("none", QUOTA_HELP)
     quota_forecaster: str = help_field("orglinear", FORECASTER_HELP)
     quota_eta_every_s: float | None = help_field(None, ETA_EVERY_HELP)
     quota_wait_reading: str = help_field("longest", WAIT_HELP)
 
     def __post_init__(self) -> None:
-        evict_mode("yarn-cs-preempt", self.evict)
-        check_quota("yarn-cs-preempt", self.spot_quota, self.quota_forecaster, self.quota_eta_every_s, self.quota_wait_reading)
+        check_quota(self.policy, self.spot_quota, self.quota_forecaster, self.quota_eta_every_s, self.quota_wait_reading)
+
+
+@dataclass(frozen=True)
+class SpotEvictParams(QuotaParams):
+    """How a spot victim is stopped, and the spot quota."""
+
+    policy: ClassVar[str] = "yarn-cs-preempt"
+    evict: str = help_field("kill", "how a spot victim is stopped: kill (the paper) or pause (checkpointed by the cost model)")
+
+    def __post_init__(self) -> None:
+        evict_mode(self.policy, self.evict)
+        super().__post_init__()
 
 
 def evict_mode(policy: str, evict: str) -> str:

@@ -6,7 +6,7 @@ Deviation from ``yarn-cs`` (:mod:`schedlab.policies.classic.yarn_cs`): no per-te
 (the GFS baseline is described by its preemption rule only, so none are assumed) and backfill
 across job shapes instead of a queue that blocks at its head, to match GFS's own queueing.
 The mechanics are in :mod:`schedlab.policies.spot.spot_fcfs`; parameter ``evict``: ``kill``
-(default) or ``pause`` (the victim is checkpointed by the run's cost model, issue 14).
+(default) or ``pause`` (the victim is checkpointed by the run's cost model).
 """
 
 from __future__ import annotations

@@ -67,3 +67,16 @@ def test_a_value_that_is_not_plain_is_left_to_typer() -> None:
     assert _plain_value(float, "1e3", None, None) is None
     assert _plain_value(bool, "yes", None, None) is None
     assert _plain_value(list[str], ("a", 1), None, None) is None
+
+
+OTHER_POLICIES = ("schedlab.policies.classic.tiresias", "schedlab.policies.hetero.gavel", "schedlab.policies.gfs",
+                  "schedlab.policies.castor.build", "schedlab.policies.pollux.build", "schedlab.policies.slurm.builtin",
+                  "schedlab.policies.fairness.astraea", "schedlab.policies.spot.chronus")  # fmt: skip
+
+
+def test_a_run_imports_only_the_policy_it_builds(tmp_path: Path) -> None:
+    run = ("from schedlab.policies.registry import POLICIES, make_policy\nimport numpy as np\n"
+           "policy = make_policy('fifo', rng=np.random.default_rng(0))\nassert policy.name == 'fifo'\n")  # fmt: skip
+    assert _imported(run, OTHER_POLICIES, tmp_path) == []
+    listed = "from schedlab.policies.registry import POLICIES\nassert all(info.build for info in POLICIES.values())\n"
+    assert _imported(listed, OTHER_POLICIES, tmp_path) == list(OTHER_POLICIES)

@@ -7,42 +7,28 @@ a frozen dataclass (:mod:`schedlab.policies.params`) that ``--param KEY=VALUE`` 
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from functools import partial
-from typing import Any
-
-import numpy as np
-import pandas as pd
+from functools import cached_property, partial
+from types import ModuleType
+from typing import TYPE_CHECKING, Any
 
 from schedlab.errors import ConfigError, did_you_mean
-from schedlab.policies.castor.build import CastorParams, castor_builder, ssf
-from schedlab.policies.classic import orders
-from schedlab.policies.classic.tiresias import Tiresias, TiresiasParams, TiresiasTwoQueueParams
-from schedlab.policies.classic.yarn_cs import YarnCapacity, YarnParams
-from schedlab.policies.fairness.astraea import Astraea, AstraeaParams
-from schedlab.policies.fairness.fair_share import FairShare, GandivaFair, LeaseParams
-from schedlab.policies.fairness.themis import Themis
 from schedlab.policies.common.placers import PLACERS, Placer, make_placer
-from schedlab.policies.gfs import build_gfs, gfs_params
-from schedlab.policies.helios.params import QssfParams
-from schedlab.policies.hetero.gavel import Gavel, GavelParams
-from schedlab.policies.hetero.hadar import Hadar, HadarParams
-from schedlab.policies.hetero.hadare import HadarE, HadarEParams
-from schedlab.policies.migration.defrag import DefragParams, defrag_build
-from schedlab.policies.lucid.build import LucidParams, build_lucid
 from schedlab.policies.params import as_dict, parse
-from schedlab.policies.pollux.build import PolluxParams, build_pollux
-from schedlab.policies.slurm.backfill import SlurmBackfill
-from schedlab.policies.slurm.builtin import SlurmBuiltin
-from schedlab.policies.slurm.params import SlurmParams
-from schedlab.policies.spot.chronus import Chronus, ChronusConfig
-from schedlab.policies.spot.fgd import FGD, FgdParams
-from schedlab.policies.spot.lyra import Lyra, LyraParams
-from schedlab.policies.spot.spot_fcfs import SpotEvictParams
-from schedlab.policies.spot.yarn_cs_preempt import YarnCsPreempt
-from schedlab.sim.policy import Policy
-from schedlab.workload.schema import Workload
+
+if TYPE_CHECKING:
+    import numpy as np
+    import pandas as pd
+
+    from schedlab.policies.helios.params import QssfParams
+    from schedlab.policies.spot.chronus import ChronusConfig
+    from schedlab.sim.policy import Policy
+    from schedlab.workload.schema import Workload
+
+Builder = Callable[[Placer, Any, "PolicyOptions"], "Policy"]
+Loader = Callable[[], tuple[Builder, "type | None"]]
 
 
 @dataclass(frozen=True)
@@ -63,13 +49,27 @@ class PolicyOptions:
 @dataclass(frozen=True)
 class PolicyInfo:
     """A registered policy: ``build(placer, params, options)``, where ``params`` is an instance
-    of its parameter dataclass ``params`` (None for a policy without parameters)."""
+    of its parameter dataclass ``params`` (None for a policy without parameters).
+
+    ``load`` returns the two; it imports the policy's module, which happens on first use of
+    either, so a run imports the one policy it builds."""
 
     name: str
     summary: str
     default_placer: str
-    build: Callable[[Placer, Any, PolicyOptions], Policy]
-    params: type | None = None
+    load: Loader
+
+    @cached_property
+    def _loaded(self) -> tuple[Builder, type | None]:
+        return self.load()
+
+    @property
+    def build(self) -> Builder:
+        return self._loaded[0]
+
+    @property
+    def params(self) -> type | None:
+        return self._loaded[1]
 
     def parse(self, values: Mapping[str, Any]) -> Any:
         """The policy's parameters with ``values`` (text from ``--param KEY=VALUE``, or typed)
@@ -81,24 +81,39 @@ class PolicyInfo:
         return parse(self.params, self.name, values)
 
 
-def _own_placement(cls: type) -> Callable[[Placer, Any, PolicyOptions], Policy]:
+def _module(name: str) -> ModuleType:
+    return importlib.import_module(f"schedlab.policies.{name}")
+
+
+def _from(module: str, entry: Callable[[ModuleType], tuple[Builder, type | None]]) -> Loader:
+    """A loader that imports ``schedlab.policies.<module>`` and reads the builder and the
+    parameter class off it with ``entry``."""
+    return lambda: entry(_module(module))
+
+
+def _own_placement(cls: type) -> Builder:
     """A policy that places its own jobs, built as ``cls(**params)``; the placer is not used."""
     return lambda placer, params, options: cls(**as_dict(params))
 
 
-def _plain(make: Callable[[Placer], Policy]) -> Callable[[Placer, Any, PolicyOptions], Policy]:
+def _plain(make: Callable[[Placer], Policy]) -> Builder:
     """A policy built from its placer alone."""
     return lambda placer, params, options: make(placer)
 
 
-def _keywords(cls: type) -> Callable[[Placer, Any, PolicyOptions], Policy]:
+def _keywords(cls: type) -> Builder:
     """A policy built as ``cls(placer, **params)``."""
     return lambda placer, params, options: cls(placer, **as_dict(params))
 
 
-def _gfs(variant: str) -> Callable[[Placer, Any, PolicyOptions], Policy]:
+def _gfs(variant: str) -> Loader:
     """GFS builds its own placement (PTS); the placer is not used."""
-    return lambda placer, params, options: build_gfs(variant, as_dict(params), seed=options.seed)
+
+    def entry(gfs: ModuleType) -> tuple[Builder, type | None]:
+        build = gfs.build_gfs
+        return (lambda placer, params, options: build(variant, as_dict(params), seed=options.seed)), gfs.gfs_params(variant)
+
+    return _from("gfs", entry)
 
 
 def _qssf(placer: Placer, params: QssfParams, options: PolicyOptions) -> Policy:
@@ -112,101 +127,121 @@ def _qssf(placer: Placer, params: QssfParams, options: PolicyOptions) -> Policy:
                 settings=DurationSettings(**settings), refit_every_s=params.refit_every_s, seed=options.seed)  # fmt: skip
 
 
-def _weighted(cls: type) -> Callable[[Placer, Any, PolicyOptions], Policy]:
+def _weighted(cls: type) -> Builder:
     """A policy built as ``cls(placer, **params, shares=options.shares)``."""
     return lambda placer, params, options: cls(placer, **as_dict(params), shares=options.shares)
 
 
-def _slurm(cls: type) -> Callable[[Placer, Any, PolicyOptions], Policy]:
+def _slurm(cls: type) -> Builder:
     """A Slurm scheduler: it places its own jobs (select/cons_tres); fair-share shares from
     ``--shares``, else the cluster's tenant weights."""
     return lambda placer, params, options: cls(params, shares=options.shares)
 
 
-def _spot(cls: type) -> Callable[[Placer, Any, PolicyOptions], Policy]:
+def _spot(cls: type) -> Builder:
     """A spot FCFS baseline built as ``cls(placer, **params, seed=options.seed)`` (the seed
     of the forecaster of ``spot_quota=forecast``)."""
     return lambda placer, params, options: cls(placer, **as_dict(params), seed=options.seed)
 
 
-def _chronus(placer: Placer, params: ChronusConfig, options: PolicyOptions) -> Policy:
-    return Chronus(placer, params)
+def _chronus(module: ModuleType) -> tuple[Builder, type | None]:
+    chronus = module.Chronus
+
+    def build(placer: Placer, params: ChronusConfig, options: PolicyOptions) -> Policy:
+        return chronus(placer, params)  # type: ignore[no-any-return]
+
+    return build, module.ChronusConfig
+
+
+def _defrag(base: str) -> Loader:
+    """Defragmentation by migration around the queue policy ``base``."""
+    return _from("migration.defrag", lambda m: (m.defrag_build(POLICIES[base].build), m.DefragParams))
 
 
 _SPOT_BASELINES = (
     ("yarn-cs-preempt", "FCFS, best fit, HP evicts the newest spot jobs of the best-fitting node",
-     _spot(YarnCsPreempt), SpotEvictParams),
-    ("chronus", "leases (HP 20 min, spot 5 min) renewed by a MILP at lease ends (SoCC'21)", _chronus, ChronusConfig),
-    ("lyra", "spot only on loaned idle HP nodes, reclaimed by least lost work (EuroSys'23)", _spot(Lyra), LyraParams),
-    ("fgd", "fragmentation-gradient placement, HP evicts spot (ATC'23)", _spot(FGD), FgdParams),
+     _from("spot.yarn_cs_preempt", lambda m: (_spot(m.YarnCsPreempt), _module("spot.spot_fcfs").SpotEvictParams))),
+    ("chronus", "leases (HP 20 min, spot 5 min) renewed by a MILP at lease ends (SoCC'21)", _from("spot.chronus", _chronus)),
+    ("lyra", "spot only on loaned idle HP nodes, reclaimed by least lost work (EuroSys'23)",
+     _from("spot.lyra", lambda m: (_spot(m.Lyra), m.LyraParams))),
+    ("fgd", "fragmentation-gradient placement, HP evicts spot (ATC'23)", _from("spot.fgd", lambda m: (_spot(m.FGD), m.FgdParams))),
 )  # fmt: skip
 _GFS_VARIANTS = (("gfs", ""), ("gfs-e", ", previous-week-peak forecast ablation"), ("gfs-d", ", fixed-eta ablation"),
                  ("gfs-s", ", best-fit placement ablation"), ("gfs-p", ", random-victim preemption ablation"),
                  ("gfs-sp", ", best-fit and random-victim ablation"))  # fmt: skip
+_ORDERS = "classic.orders"
 
 POLICIES: dict[str, PolicyInfo] = {
     p.name: p
     for p in (
         PolicyInfo("fifo", "first in, first out; non-preemptive; blocks at the queue head (Helios)", "consolidate",
-                   _plain(orders.fifo)),
+                   _from(_ORDERS, lambda m: (_plain(m.fifo), None))),
         PolicyInfo("fifo-backfill", "FIFO where a job that cannot be placed lets later jobs pass", "consolidate",
-                   _plain(partial(orders.fifo, backfill=True))),
+                   _from(_ORDERS, lambda m: (_plain(partial(m.fifo, backfill=True)), None))),
         PolicyInfo("sjf", "shortest job first (oracle duration); non-preemptive; blocks at the head (Helios)",
-                   "consolidate", _plain(orders.sjf)),
+                   "consolidate", _from(_ORDERS, lambda m: (_plain(m.sjf), None))),
         PolicyInfo("sjf-backfill", "SJF where a job that cannot be placed lets shorter-ranked jobs pass",
-                   "consolidate", _plain(partial(orders.sjf, backfill=True))),
-        PolicyInfo("srtf", "shortest remaining time first (oracle); preemptive", "consolidate", _plain(orders.srtf)),
+                   "consolidate", _from(_ORDERS, lambda m: (_plain(partial(m.sjf, backfill=True)), None))),
+        PolicyInfo("srtf", "shortest remaining time first (oracle); preemptive", "consolidate",
+                   _from(_ORDERS, lambda m: (_plain(m.srtf), None))),
         PolicyInfo("srsf", "shortest remaining GPU service first (oracle); preemptive", "consolidate",
-                   _plain(orders.srsf)),
+                   _from(_ORDERS, lambda m: (_plain(m.srsf), None))),
         PolicyInfo("tiresias", "discretised 2D-LAS, no duration needed; preemptive (NSDI'19)", "consolidate",
-                   _keywords(Tiresias), TiresiasParams),
+                   _from("classic.tiresias", lambda m: (_keywords(m.Tiresias), m.TiresiasParams))),
         PolicyInfo("tiresias-2q", "Tiresias with two queues (threshold 3,600 GPU-s) and PromoteKnob disabled: "
-                   "the Hadar §IV-B baseline", "consolidate", _keywords(Tiresias), TiresiasTwoQueueParams),
+                   "the Hadar §IV-B baseline", "consolidate",
+                   _from("classic.tiresias", lambda m: (_keywords(m.Tiresias), m.TiresiasTwoQueueParams))),
         PolicyInfo("yarn-cs", "YARN capacity scheduler: per-tenant FIFO within capacity", "best-fit",
-                   _keywords(YarnCapacity), YarnParams),
+                   _from("classic.yarn_cs", lambda m: (_keywords(m.YarnCapacity), m.YarnParams))),
         PolicyInfo("astraea", "long-term GPU-time fairness: lowest tenant, then lowest job LTGF index first; "
-                   "leases, starvation threshold (--shares weights)", "consolidate", _weighted(Astraea), AstraeaParams),
+                   "leases, starvation threshold (--shares weights)", "consolidate",
+                   _from("fairness.astraea", lambda m: (_weighted(m.Astraea), m.AstraeaParams))),
         PolicyInfo("fair-share", "weighted max-min (single-resource DRF) GPU share per tenant, re-balanced at "
-                   "lease ends; FIFO in a tenant (--shares weights)", "consolidate", _weighted(FairShare), LeaseParams),
+                   "lease ends; FIFO in a tenant (--shares weights)", "consolidate",
+                   _from("fairness.fair_share", lambda m: (_weighted(m.FairShare), m.LeaseParams))),
         PolicyInfo("gandiva-fair", "stride scheduling of GPU-time over tenant tickets, least-attained job first; "
-                   "leases (--shares weights)", "consolidate", _weighted(GandivaFair), LeaseParams),
+                   "leases (--shares weights)", "consolidate",
+                   _from("fairness.fair_share", lambda m: (_weighted(m.GandivaFair), m.LeaseParams))),
         PolicyInfo("themis", "largest estimated finish-time fairness rho first at lease ends (NSDI'20, auction "
-                   "left out)", "consolidate", _keywords(Themis), LeaseParams),
-        *(PolicyInfo(name, f"GFS baseline (ASPLOS'26 §4.1): {text}", "best-fit", build, params)
-          for name, text, build, params in _SPOT_BASELINES),
+                   "left out)", "consolidate", _from("fairness.themis",
+                                                 lambda m: (_keywords(m.Themis), _module("fairness.fair_share").LeaseParams))),
+        *(PolicyInfo(name, f"GFS baseline (ASPLOS'26 §4.1): {text}", "best-fit", load)
+          for name, text, load in _SPOT_BASELINES),
         PolicyInfo("qssf", "quasi-shortest-service-first: predicted GPU time from past jobs; non-preemptive; "
-                   "blocks at the head (Helios)", "consolidate", _qssf, QssfParams),
+                   "blocks at the head (Helios)", "consolidate", _from("helios.params", lambda m: (_qssf, m.QssfParams))),
         PolicyInfo("gavel", "heterogeneity-aware max-min fairness (LP) realised by round priorities (OSDI'20); "
-                   "own placement", "best-fit", _own_placement(Gavel), GavelParams),
+                   "own placement", "best-fit", _from("hetero.gavel", lambda m: (_own_placement(m.Gavel), m.GavelParams))),
         PolicyInfo("hadar", "task-level heterogeneity-aware primal-dual rounds, DP allocation (Hadar §III); "
-                   "own placement", "best-fit", _own_placement(Hadar), HadarParams),
+                   "own placement", "best-fit", _from("hetero.hadar", lambda m: (_own_placement(m.Hadar), m.HadarParams))),
         PolicyInfo("hadare", "Hadar with jobs forked into copies on separate nodes, progress merged each round "
-                   "(HadarE §V); own placement", "best-fit", _own_placement(HadarE), HadarEParams),
-        *(PolicyInfo(name, f"GFS spot/HP scheduler (ASPLOS'26){text}; own placement (PTS)", "best-fit",
-                     _gfs(name), gfs_params(name))
+                   "(HadarE §V); own placement", "best-fit",
+                   _from("hetero.hadare", lambda m: (_own_placement(m.HadarE), m.HadarEParams))),
+        *(PolicyInfo(name, f"GFS spot/HP scheduler (ASPLOS'26){text}; own placement (PTS)", "best-fit", _gfs(name))
           for name, text in _GFS_VARIANTS),
         PolicyInfo("castor", "SJF with best-sharing-benefit-first GPU colocation and batch scaling (Castor)",
-                   "consolidate", castor_builder("bsbf"), CastorParams),
+                   "consolidate", _from("castor.build", lambda m: (m.castor_builder("bsbf"), m.CastorParams))),
         PolicyInfo("sjf-ffs", "SJF that colocates first-fit whenever GPUs are short (Castor's baseline)",
-                   "consolidate", castor_builder("ffs"), CastorParams),
+                   "consolidate", _from("castor.build", lambda m: (m.castor_builder("ffs"), m.CastorParams))),
         PolicyInfo("ssf", "shortest GPU service (GPUs x duration) first; non-preemptive; blocks at the head",
-                   "consolidate", _plain(ssf)),
+                   "consolidate", _from("castor.build", lambda m: (_plain(m.ssf), None))),
         PolicyInfo("lucid", "estimated-GPU-time order with affine-pair packing by sharing score (Lucid, ASPLOS'23)",
-                   "consolidate", build_lucid, LucidParams),
+                   "consolidate", _from("lucid.build", lambda m: (m.build_lucid, m.LucidParams))),
         PolicyInfo("pollux", "goodput-driven elastic GPU reallocation every 60 s with batch-size adaptation "
-                   "(Pollux, OSDI'21); own placement", "consolidate", build_pollux, PolluxParams),
+                   "(Pollux, OSDI'21); own placement", "consolidate",
+                   _from("pollux.build", lambda m: (m.build_pollux, m.PolluxParams))),
         PolicyInfo("slurm", "Slurm 22.05 sched/builtin: multifactor priority order, each partition blocked at its "
-                   "first job left pending; own placement (cons_tres)", "best-fit", _slurm(SlurmBuiltin), SlurmParams),
+                   "first job left pending; own placement (cons_tres)", "best-fit",
+                   _from("slurm.builtin", lambda m: (_slurm(m.SlurmBuiltin), m.SlurmParams))),
         PolicyInfo("slurm-backfill", "Slurm 22.05 sched/backfill: the main scheduler plus a backfill cycle every "
                    "bf_interval s reserving whole nodes by time limits; own placement (cons_tres)", "best-fit",
-                   _slurm(SlurmBackfill), SlurmParams),
+                   _from("slurm.backfill", lambda m: (_slurm(m.SlurmBackfill), m.SlurmParams))),
     )
 }  # fmt: skip
 # Defragmentation by migration (policies/migration/defrag.py) around the parameterless queue policies.
 POLICIES.update({
     f"{base}+defrag": PolicyInfo(f"{base}+defrag", f"{POLICIES[base].summary}; migrates small jobs to place a "
                                  "blocked gang job when the gain exceeds the cost", POLICIES[base].default_placer,
-                                 defrag_build(POLICIES[base].build), DefragParams)
+                                 _defrag(base))
     for base in ("fifo", "fifo-backfill", "sjf", "sjf-backfill", "srtf")
 })  # fmt: skip
 

@@ -37,6 +37,7 @@ class RunLedger:
             cluster = cluster.with_sharing(policy.jobs_per_gpu)
         self.config = config
         self.cluster = cluster
+        self._partitioned = cluster.partitioned
         self.policy = policy
         self.seed = seed
         self.state = ClusterState(cluster)
@@ -100,10 +101,10 @@ class RunLedger:
 
     def pool_of(self, job: Job) -> str:
         """The node pool a job may use: its tenant in a partitioned cluster, else the shared pool."""
-        return job.tenant if self.cluster.partitioned else ""
+        return job.tenant if self._partitioned else ""
 
     def groups_of(self, job: Job) -> tuple[Group, ...]:
-        return self.state.groups_for(self.pool_of(job), job.gpu_type)
+        return self.state.groups_for(job.tenant if self._partitioned else "", job.gpu_type)
 
     # ----- running jobs ------------------------------------------------------------------------
     def _begin_run(self, job: Job) -> None:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import importlib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from functools import cached_property, partial
+from functools import partial
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
@@ -46,30 +46,37 @@ class PolicyOptions:
     shares: Mapping[str, float] | None = None
 
 
-@dataclass(frozen=True)
 class PolicyInfo:
     """A registered policy: ``build(placer, params, options)``, where ``params`` is an instance
     of its parameter dataclass ``params`` (None for a policy without parameters).
 
-    ``load`` returns the two; it imports the policy's module, which happens on first use of
-    either, so a run imports the one policy it builds."""
+    Give ``build`` and ``params``, or ``load``: a function that returns the two. The registry's
+    entries use ``load``, which imports the policy's module on first use of either, so a run
+    imports the one policy it builds."""
 
-    name: str
-    summary: str
-    default_placer: str
-    load: Loader
+    def __init__(self, name: str, summary: str, default_placer: str, build: Builder | None = None,
+                 params: type | None = None, *, load: Loader | None = None) -> None:  # fmt: skip
+        if (build is None) == (load is None):
+            raise TypeError(f"policy '{name}': give either build (and params) or load")
+        self.name = name
+        self.summary = summary
+        self.default_placer = default_placer
+        self._loaded = (build, params) if build is not None else None
+        self._load = load
 
-    @cached_property
-    def _loaded(self) -> tuple[Builder, type | None]:
-        return self.load()
+    def _entry(self) -> tuple[Builder, type | None]:
+        if self._loaded is None:
+            assert self._load is not None
+            self._loaded = self._load()
+        return self._loaded
 
     @property
     def build(self) -> Builder:
-        return self._loaded[0]
+        return self._entry()[0]
 
     @property
     def params(self) -> type | None:
-        return self._loaded[1]
+        return self._entry()[1]
 
     def parse(self, values: Mapping[str, Any]) -> Any:
         """The policy's parameters with ``values`` (text from ``--param KEY=VALUE``, or typed)
@@ -175,73 +182,73 @@ POLICIES: dict[str, PolicyInfo] = {
     p.name: p
     for p in (
         PolicyInfo("fifo", "first in, first out; non-preemptive; blocks at the queue head (Helios)", "consolidate",
-                   _from(_ORDERS, lambda m: (_plain(m.fifo), None))),
+                   load=_from(_ORDERS, lambda m: (_plain(m.fifo), None))),
         PolicyInfo("fifo-backfill", "FIFO where a job that cannot be placed lets later jobs pass", "consolidate",
-                   _from(_ORDERS, lambda m: (_plain(partial(m.fifo, backfill=True)), None))),
+                   load=_from(_ORDERS, lambda m: (_plain(partial(m.fifo, backfill=True)), None))),
         PolicyInfo("sjf", "shortest job first (oracle duration); non-preemptive; blocks at the head (Helios)",
-                   "consolidate", _from(_ORDERS, lambda m: (_plain(m.sjf), None))),
+                   "consolidate", load=_from(_ORDERS, lambda m: (_plain(m.sjf), None))),
         PolicyInfo("sjf-backfill", "SJF where a job that cannot be placed lets shorter-ranked jobs pass",
-                   "consolidate", _from(_ORDERS, lambda m: (_plain(partial(m.sjf, backfill=True)), None))),
+                   "consolidate", load=_from(_ORDERS, lambda m: (_plain(partial(m.sjf, backfill=True)), None))),
         PolicyInfo("srtf", "shortest remaining time first (oracle); preemptive", "consolidate",
-                   _from(_ORDERS, lambda m: (_plain(m.srtf), None))),
+                   load=_from(_ORDERS, lambda m: (_plain(m.srtf), None))),
         PolicyInfo("srsf", "shortest remaining GPU service first (oracle); preemptive", "consolidate",
-                   _from(_ORDERS, lambda m: (_plain(m.srsf), None))),
+                   load=_from(_ORDERS, lambda m: (_plain(m.srsf), None))),
         PolicyInfo("tiresias", "discretised 2D-LAS, no duration needed; preemptive (NSDI'19)", "consolidate",
-                   _from("classic.tiresias", lambda m: (_keywords(m.Tiresias), m.TiresiasParams))),
+                   load=_from("classic.tiresias", lambda m: (_keywords(m.Tiresias), m.TiresiasParams))),
         PolicyInfo("tiresias-2q", "Tiresias with two queues (threshold 3,600 GPU-s) and PromoteKnob disabled: "
                    "the Hadar §IV-B baseline", "consolidate",
-                   _from("classic.tiresias", lambda m: (_keywords(m.Tiresias), m.TiresiasTwoQueueParams))),
+                   load=_from("classic.tiresias", lambda m: (_keywords(m.Tiresias), m.TiresiasTwoQueueParams))),
         PolicyInfo("yarn-cs", "YARN capacity scheduler: per-tenant FIFO within capacity", "best-fit",
-                   _from("classic.yarn_cs", lambda m: (_keywords(m.YarnCapacity), m.YarnParams))),
+                   load=_from("classic.yarn_cs", lambda m: (_keywords(m.YarnCapacity), m.YarnParams))),
         PolicyInfo("astraea", "long-term GPU-time fairness: lowest tenant, then lowest job LTGF index first; "
                    "leases, starvation threshold (--shares weights)", "consolidate",
-                   _from("fairness.astraea", lambda m: (_weighted(m.Astraea), m.AstraeaParams))),
+                   load=_from("fairness.astraea", lambda m: (_weighted(m.Astraea), m.AstraeaParams))),
         PolicyInfo("fair-share", "weighted max-min (single-resource DRF) GPU share per tenant, re-balanced at "
                    "lease ends; FIFO in a tenant (--shares weights)", "consolidate",
-                   _from("fairness.fair_share", lambda m: (_weighted(m.FairShare), m.LeaseParams))),
+                   load=_from("fairness.fair_share", lambda m: (_weighted(m.FairShare), m.LeaseParams))),
         PolicyInfo("gandiva-fair", "stride scheduling of GPU-time over tenant tickets, least-attained job first; "
                    "leases (--shares weights)", "consolidate",
-                   _from("fairness.fair_share", lambda m: (_weighted(m.GandivaFair), m.LeaseParams))),
+                   load=_from("fairness.fair_share", lambda m: (_weighted(m.GandivaFair), m.LeaseParams))),
         PolicyInfo("themis", "largest estimated finish-time fairness rho first at lease ends (NSDI'20, auction "
-                   "left out)", "consolidate", _from("fairness.themis",
-                                                 lambda m: (_keywords(m.Themis), _module("fairness.fair_share").LeaseParams))),
-        *(PolicyInfo(name, f"GFS baseline (ASPLOS'26 §4.1): {text}", "best-fit", load)
+                   "left out)", "consolidate",
+                   load=_from("fairness.themis", lambda m: (_keywords(m.Themis), _module("fairness.fair_share").LeaseParams))),
+        *(PolicyInfo(name, f"GFS baseline (ASPLOS'26 §4.1): {text}", "best-fit", load=load)
           for name, text, load in _SPOT_BASELINES),
         PolicyInfo("qssf", "quasi-shortest-service-first: predicted GPU time from past jobs; non-preemptive; "
-                   "blocks at the head (Helios)", "consolidate", _from("helios.params", lambda m: (_qssf, m.QssfParams))),
+                   "blocks at the head (Helios)", "consolidate", load=_from("helios.params", lambda m: (_qssf, m.QssfParams))),
         PolicyInfo("gavel", "heterogeneity-aware max-min fairness (LP) realised by round priorities (OSDI'20); "
-                   "own placement", "best-fit", _from("hetero.gavel", lambda m: (_own_placement(m.Gavel), m.GavelParams))),
+                   "own placement", "best-fit", load=_from("hetero.gavel", lambda m: (_own_placement(m.Gavel), m.GavelParams))),
         PolicyInfo("hadar", "task-level heterogeneity-aware primal-dual rounds, DP allocation (Hadar §III); "
-                   "own placement", "best-fit", _from("hetero.hadar", lambda m: (_own_placement(m.Hadar), m.HadarParams))),
+                   "own placement", "best-fit", load=_from("hetero.hadar", lambda m: (_own_placement(m.Hadar), m.HadarParams))),
         PolicyInfo("hadare", "Hadar with jobs forked into copies on separate nodes, progress merged each round "
                    "(HadarE §V); own placement", "best-fit",
-                   _from("hetero.hadare", lambda m: (_own_placement(m.HadarE), m.HadarEParams))),
-        *(PolicyInfo(name, f"GFS spot/HP scheduler (ASPLOS'26){text}; own placement (PTS)", "best-fit", _gfs(name))
+                   load=_from("hetero.hadare", lambda m: (_own_placement(m.HadarE), m.HadarEParams))),
+        *(PolicyInfo(name, f"GFS spot/HP scheduler (ASPLOS'26){text}; own placement (PTS)", "best-fit", load=_gfs(name))
           for name, text in _GFS_VARIANTS),
         PolicyInfo("castor", "SJF with best-sharing-benefit-first GPU colocation and batch scaling (Castor)",
-                   "consolidate", _from("castor.build", lambda m: (m.castor_builder("bsbf"), m.CastorParams))),
+                   "consolidate", load=_from("castor.build", lambda m: (m.castor_builder("bsbf"), m.CastorParams))),
         PolicyInfo("sjf-ffs", "SJF that colocates first-fit whenever GPUs are short (Castor's baseline)",
-                   "consolidate", _from("castor.build", lambda m: (m.castor_builder("ffs"), m.CastorParams))),
+                   "consolidate", load=_from("castor.build", lambda m: (m.castor_builder("ffs"), m.CastorParams))),
         PolicyInfo("ssf", "shortest GPU service (GPUs x duration) first; non-preemptive; blocks at the head",
-                   "consolidate", _from("castor.build", lambda m: (_plain(m.ssf), None))),
+                   "consolidate", load=_from("castor.build", lambda m: (_plain(m.ssf), None))),
         PolicyInfo("lucid", "estimated-GPU-time order with affine-pair packing by sharing score (Lucid, ASPLOS'23)",
-                   "consolidate", _from("lucid.build", lambda m: (m.build_lucid, m.LucidParams))),
+                   "consolidate", load=_from("lucid.build", lambda m: (m.build_lucid, m.LucidParams))),
         PolicyInfo("pollux", "goodput-driven elastic GPU reallocation every 60 s with batch-size adaptation "
                    "(Pollux, OSDI'21); own placement", "consolidate",
-                   _from("pollux.build", lambda m: (m.build_pollux, m.PolluxParams))),
+                   load=_from("pollux.build", lambda m: (m.build_pollux, m.PolluxParams))),
         PolicyInfo("slurm", "Slurm 22.05 sched/builtin: multifactor priority order, each partition blocked at its "
                    "first job left pending; own placement (cons_tres)", "best-fit",
-                   _from("slurm.builtin", lambda m: (_slurm(m.SlurmBuiltin), m.SlurmParams))),
+                   load=_from("slurm.builtin", lambda m: (_slurm(m.SlurmBuiltin), m.SlurmParams))),
         PolicyInfo("slurm-backfill", "Slurm 22.05 sched/backfill: the main scheduler plus a backfill cycle every "
                    "bf_interval s reserving whole nodes by time limits; own placement (cons_tres)", "best-fit",
-                   _from("slurm.backfill", lambda m: (_slurm(m.SlurmBackfill), m.SlurmParams))),
+                   load=_from("slurm.backfill", lambda m: (_slurm(m.SlurmBackfill), m.SlurmParams))),
     )
 }  # fmt: skip
 # Defragmentation by migration (policies/migration/defrag.py) around the parameterless queue policies.
 POLICIES.update({
     f"{base}+defrag": PolicyInfo(f"{base}+defrag", f"{POLICIES[base].summary}; migrates small jobs to place a "
                                  "blocked gang job when the gain exceeds the cost", POLICIES[base].default_placer,
-                                 _defrag(base))
+                                 load=_defrag(base))
     for base in ("fifo", "fifo-backfill", "sjf", "sjf-backfill", "srtf")
 })  # fmt: skip
 

@@ -97,7 +97,7 @@ class Simulation(Actions):
         jobs = workload.jobs
         self._n = len(jobs)
         self._submit: list[float] = jobs["submit_s"].tolist()
-        self._rows: list[tuple[Any, ...]] = []  # Job arguments of the block of rows from _row0 on
+        self._block: list[Job] = []  # the jobs of the block of rows from _row0 on
         self._row0 = 0
         self._out = JobRecorder(self._n)
         self._ts = SeriesRecorder(self.state.type_names)
@@ -142,17 +142,17 @@ class Simulation(Actions):
             )
 
     def _make_job(self, i: int) -> Job:
-        """The job of workload row ``i``; rows are asked for in order, and turned into Python
-        values a block at a time (not all at once: a million rows of them take half a GB)."""
+        """The job of workload row ``i``; rows are asked for in order, and turned into jobs a
+        block at a time (not all at once: a million of them take half a GB)."""
         k = i - self._row0
-        if k == len(self._rows):
+        if k == len(self._block):
             block = self._workload.jobs.iloc[i : i + ROW_BLOCK]
             cols = [block[c].tolist() for c in JOB_ARGS]
             ckpt, default = cols[CKPT_ARG], self.config.checkpoint_interval_s
             cols[CKPT_ARG] = [default if x != x else x for x in ckpt]
-            self._rows = list(zip(*cols))
+            self._block = list(map(Job, range(i, i + len(block)), *cols))
             self._row0, k = i, 0
-        return Job(i, *self._rows[k])
+        return self._block[k]
 
     # ----- main loop ---------------------------------------------------------------------------
     def run(self, progress: Callable[[RunProgress], None] | None = None) -> SimResult:

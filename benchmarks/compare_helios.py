@@ -111,11 +111,7 @@ def write_inputs(workdir: Path, n_jobs: int, seed: int, load: float | None) -> P
     trace_dir = workdir / "trace"
     trace_dir.mkdir(parents=True, exist_ok=True)
     pd.concat([anchor, trace]).to_csv(trace_dir / "cluster_log.csv", index=False)
-    gpu_numbers = {"date": WINDOW_START.strftime("%Y-%m-%d")} | {v: n * GPUS_PER_NODE for v, n in vc_nodes.items()}
-    gpu_numbers["total"] = sum(n * GPUS_PER_NODE for n in vc_nodes.values())
-    pd.DataFrame([gpu_numbers]).to_csv(trace_dir / "cluster_gpu_number.csv", index=False)
-    with open(trace_dir / "vc_dict_homo.pkl", "wb") as f:
-        pickle.dump(vc_nodes, f)
+    write_vcs(trace_dir, vc_nodes, WINDOW_START)
     (workdir / "estimators").mkdir(exist_ok=True)
     pd.DataFrame({"job_id": trace["job_id"], "priority": 0}).to_csv(
         workdir / "estimators" / f"{EXPERIMENT}_lgb.csv", index=False
@@ -123,24 +119,55 @@ def write_inputs(workdir: Path, n_jobs: int, seed: int, load: float | None) -> P
     return trace_dir
 
 
+def write_vcs(trace_dir: Path, vc_nodes: dict[str, int], date: pd.Timestamp) -> None:
+    """Write the VC sizes (nodes of 8 GPUs) as ``cluster_gpu_number.csv`` for schedlab (GPUs per
+    VC on ``date``; cluster ``helios:PATH@DATE``) and as ``vc_dict_homo.pkl`` for the simulator."""
+    vc_nodes = {str(v): int(n) for v, n in vc_nodes.items()}
+    gpu_numbers: dict[str, object] = {"date": date.strftime("%Y-%m-%d")}
+    gpu_numbers |= {v: n * GPUS_PER_NODE for v, n in vc_nodes.items()}
+    gpu_numbers["total"] = sum(n * GPUS_PER_NODE for n in vc_nodes.values())
+    pd.DataFrame([gpu_numbers]).to_csv(trace_dir / "cluster_gpu_number.csv", index=False)
+    with open(trace_dir / "vc_dict_homo.pkl", "wb") as f:
+        pickle.dump(vc_nodes, f)
+
+
 def helios_overhead(gpus: pd.Series) -> pd.Series:
     """Seconds Helios adds to a job's remaining time per preemption (7 / 30 / 60 by GPUs)."""
     return pd.Series(np.where(gpus == 1, 7, np.where(gpus <= GPUS_PER_NODE, 30, 60)), index=gpus.index)
 
 
-def run_helios(artifact: Path, workdir: Path, trace_dir: Path, policy: str, processes: int | None) -> Run:
-    """Run the Helios simulator for one policy and read its per-job logs."""
+def helios_command(artifact: Path, trace_dir: Path, log_root: Path, policy: str, processes: int | None,
+                   experiment: str = EXPERIMENT, placer: str = "consolidate") -> list[str]:
+    """The command that runs the Helios simulator (``simulator.py`` of the checkout ``artifact``)
+    for one policy; it reads ``estimators/<experiment>_lgb.csv`` relative to its working directory."""
     simulator = artifact / "framework" / "QSSF Service" / "simulator.py"
-    log_root = workdir / "log"
-    vcs = list(pd.read_pickle(trace_dir / "vc_dict_homo.pkl"))
-    logs = [log_root / EXPERIMENT / vc / f"{policy}_consolidate_{vc}_log.csv" for vc in vcs]
-    for path in logs:
-        path.unlink(missing_ok=True)
-    cmd = [sys.executable, str(simulator), "-e", EXPERIMENT, "-t", str(trace_dir), "-l", str(log_root),
-           "-s", policy, "-p", "consolidate"]  # fmt: skip
+    cmd = [sys.executable, str(simulator), "-e", experiment, "-t", str(trace_dir), "-l", str(log_root),
+           "-s", policy, "-p", placer]  # fmt: skip
     if processes is not None:
         cmd += ["-j", str(processes)]
-    env = os.environ | {"TZ": "UTC"}  # it reads naive times in the local time zone
+    return cmd
+
+
+def helios_env() -> dict[str, str]:
+    """The simulator's environment: UTC, because it reads naive times in the local time zone."""
+    return os.environ | {"TZ": "UTC"}
+
+
+def helios_logs(log_root: Path, trace_dir: Path, policy: str, experiment: str = EXPERIMENT,
+                placer: str = "consolidate") -> list[Path]:
+    """The per-VC job logs one simulator run writes (one per VC of ``vc_dict_homo.pkl``)."""
+    vcs = list(pd.read_pickle(trace_dir / "vc_dict_homo.pkl"))
+    return [log_root / experiment / vc / f"{policy}_{placer}_{vc}_log.csv" for vc in vcs]
+
+
+def run_helios(artifact: Path, workdir: Path, trace_dir: Path, policy: str, processes: int | None) -> Run:
+    """Run the Helios simulator for one policy and read its per-job logs."""
+    log_root = workdir / "log"
+    logs = helios_logs(log_root, trace_dir, policy)
+    for path in logs:
+        path.unlink(missing_ok=True)
+    cmd = helios_command(artifact, trace_dir, log_root, policy, processes)
+    env = helios_env()
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     wall0 = time.perf_counter()
     with open(workdir / f"helios_{policy}.out", "wb") as out:

@@ -20,7 +20,6 @@ from typing import Protocol
 
 import numpy as np
 import pandas as pd
-from scipy.stats import spearmanr
 
 from schedlab.units import DAY_S
 from schedlab.workload.schema import SUBMITTED_COLUMNS, Workload
@@ -130,5 +129,26 @@ def accuracy(predicted_s: np.ndarray, true_s: np.ndarray, gpus: np.ndarray) -> d
     if n == 0:
         return {"jobs": 0, "mae_s": None, "spearman_gpu_time": None}
     mae = float(np.mean(np.abs(predicted_s[ok] - true_s[ok])))
-    rho = spearmanr(predicted_s[ok] * gpus[ok], true_s[ok] * gpus[ok]).statistic if n > 1 else math.nan
+    rho = spearman(predicted_s[ok] * gpus[ok], true_s[ok] * gpus[ok]) if n > 1 else math.nan
     return {"jobs": n, "mae_s": round(mae, 3), "spearman_gpu_time": None if math.isnan(rho) else round(float(rho), 4)}
+
+
+def average_ranks(x: np.ndarray) -> np.ndarray:
+    """Ranks from 1, tied values sharing the mean of their ranks (``scipy.stats.rankdata``'s
+    default)."""
+    order = np.argsort(x, kind="mergesort")
+    ordered = x[order]
+    first = np.flatnonzero(np.r_[True, ordered[1:] != ordered[:-1]])  # where each run of ties starts
+    ends = np.r_[first[1:], len(x)]
+    ranks = np.empty(len(x))
+    ranks[order] = np.repeat((first + ends + 1) / 2.0, ends - first)
+    return ranks
+
+
+def spearman(x: np.ndarray, y: np.ndarray) -> float:
+    """Spearman's rank correlation: Pearson's of the average ranks, NaN when either side is
+    constant (as ``scipy.stats.spearmanr``, without importing SciPy's stats for one number)."""
+    if (x[0] == x).all() or (y[0] == y).all():
+        return math.nan
+    ranked = np.column_stack((average_ranks(x), average_ranks(y)))
+    return float(np.corrcoef(ranked, rowvar=False)[1, 0])

@@ -109,6 +109,7 @@ class QueueScheduler(Policy):
         self.pools: dict[str, dict[Key, list[Key]]] = {}
         self.waiting: dict[int, Job] = {}
         self.exchangeable = not isinstance(placer, RandomFit)
+        self.settled: dict[str, int] = {}  # pool -> its state's version when a round last left it
 
     def on_arrival(self, ctx: Context, job: Job) -> None:
         pool = ctx.pool_of(job)
@@ -121,15 +122,24 @@ class QueueScheduler(Policy):
             queue = shapes[key] = []
         heapq.heappush(queue, (self.order(ctx, job), job.idx))
         self.waiting[job.idx] = job
+        self.settled.pop(pool, None)
 
     def schedule(self, ctx: Context) -> None:
+        """Drain each pool's queues; with a deterministic placer, skip a pool where nothing has
+        changed (no arrival, no allocation or power change) since a round left it: the same
+        drain would start nothing."""
         if not self.waiting:
             return
-        for pool, shapes in self.pools.items():
-            if self.exchangeable:
-                self._drain(ctx, pool, shapes)
-            else:
+        if not self.exchangeable:
+            for shapes in self.pools.values():
                 self._drain_each(ctx, shapes)
+            return
+        versions = ctx.state.pool_version
+        settled = self.settled
+        for pool, shapes in self.pools.items():
+            if settled.get(pool) != versions[pool]:
+                self._drain(ctx, pool, shapes)
+                settled[pool] = versions[pool]
 
     def _drain(self, ctx: Context, pool: str, shapes: dict[Key, list[Key]]) -> None:
         state = ctx.state

@@ -1,0 +1,31 @@
+"""QueueScheduler leaves a pool alone while nothing in it changes, with the same decisions."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+from schedlab.policies.classic.orders import fifo
+from schedlab.policies.common.placers import Consolidate
+from simkit import by_id, cluster, job, simulate
+
+SPEC = cluster([8, 8], pools=["a", "b"], tenants={"a": None, "b": None}, partitioned=True)
+ROWS = [job("a1", 0, 8, 1000, tenant="a"), job("a2", 1, 8, 10, tenant="a"),
+        *(job(f"b{i}", 2 + i, 1, 0.5, tenant="b") for i in range(20))]  # fmt: skip
+
+
+def test_a_blocked_pool_is_drained_only_when_something_changes_in_it() -> None:
+    policy = fifo(Consolidate())
+    drained: Counter[str] = Counter()
+    drain = policy._drain
+
+    def counted(ctx, pool, shapes) -> None:  # type: ignore[no-untyped-def]
+        drained[pool] += 1
+        drain(ctx, pool, shapes)
+
+    policy._drain = counted  # type: ignore[method-assign]
+    jobs = by_id(simulate(ROWS, SPEC, policy))
+    assert jobs.loc["a2", "first_start_s"] == 1000  # it waits for a1, in its own pool
+    assert jobs.loc["b19", "first_start_s"] == 21
+    # pool b changes 40 times (20 arrivals, 20 finishes); pool a at its two arrivals and at a1's end
+    assert drained["a"] == 3
+    assert drained["b"] >= 40

@@ -125,10 +125,6 @@ class ClusterState:
         return self.free[node] == self.node_gpus[node]
 
     # ----- mutation (engine only) ---------------------------------------------------------------
-    def _changed(self, node: int) -> None:
-        self.version += 1
-        self.pool_version[self.node_pool[node]] += 1
-
     def _move(self, node: int, old_free: int, new_free: int) -> None:
         if self.on[node]:
             g = self.groups[self.node_group[node]]
@@ -142,7 +138,8 @@ class ClusterState:
 
     def take_whole(self, node: int, count: int) -> tuple[int, ...]:
         """Claim ``count`` whole free GPUs of ``node``; returns their indices."""
-        self._changed(node)
+        self.version += 1
+        self.pool_version[self.node_pool[node]] += 1
         old = self.free[node]
         ids = self.free_ids[node]
         keep = len(ids) - count
@@ -162,7 +159,8 @@ class ClusterState:
     def take_fraction(self, node: int, milli: int) -> int:
         """Put a fractional request on the fullest GPU of ``node`` that still has room,
         else on a whole free GPU; returns the GPU index."""
-        self._changed(node)
+        self.version += 1
+        self.pool_version[self.node_pool[node]] += 1
         used = self.gpu_used[node]
         best, best_used = -1, -1
         for gid, u in enumerate(used):
@@ -185,7 +183,8 @@ class ClusterState:
 
     def share(self, node: int, gids: tuple[int, ...], milli: int) -> None:
         """Add one more job to GPUs that are already held (time-sharing)."""
-        self._changed(node)
+        self.version += 1
+        self.pool_version[self.node_pool[node]] += 1
         for gid in gids:
             self._add_use(node, gid, milli)
 
@@ -201,7 +200,8 @@ class ClusterState:
 
     def release(self, node: int, gids: tuple[int, ...], milli: int) -> None:
         """A job holding ``milli`` of each GPU in ``gids`` on ``node`` leaves."""
-        self._changed(node)
+        self.version += 1
+        self.pool_version[self.node_pool[node]] += 1
         used = self.gpu_used[node]
         holders = self.gpu_jobs[node]
         if milli == FULL:
@@ -243,7 +243,8 @@ class ClusterState:
     def reclaim(self, node: int, gids: tuple[int, ...], milli: int) -> None:
         """Exact inverse of :meth:`release`: the job holding ``milli`` of ``gids`` comes back
         (used by what-if checks that release GPUs and then restore them)."""
-        self._changed(node)
+        self.version += 1
+        self.pool_version[self.node_pool[node]] += 1
         used = self.gpu_used[node]
         holders = self.gpu_jobs[node]
         taken = 0
@@ -293,7 +294,8 @@ class ClusterState:
             partial.pop(node, None)
 
     def power_off(self, node: int) -> None:
-        self._changed(node)
+        self.version += 1
+        self.pool_version[self.node_pool[node]] += 1
         g = self.groups[self.node_group[node]]
         _drop(g.buckets[self.free[node]], node)
         g.free_total -= self.free[node]
@@ -305,7 +307,8 @@ class ClusterState:
         self.nodes_on -= 1
 
     def power_on(self, node: int) -> None:
-        self._changed(node)
+        self.version += 1
+        self.pool_version[self.node_pool[node]] += 1
         g = self.groups[self.node_group[node]]
         self.on[node] = True
         insort(g.buckets[self.free[node]], node)

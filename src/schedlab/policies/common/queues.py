@@ -134,6 +134,10 @@ class QueueScheduler(Policy):
             for shapes in self.pools.values():
                 self._drain_each(ctx, shapes)
             return
+        if len(self.pools) == 1:  # one pool: something changed in it, as the engine calls only then
+            for pool, shapes in self.pools.items():
+                self._drain(ctx, pool, shapes)
+            return
         versions = ctx.state.pool_version
         settled = self.settled
         for pool, shapes in self.pools.items():

@@ -152,10 +152,10 @@ def _spot(cls: type) -> Builder:
 
 
 def _chronus(module: ModuleType) -> tuple[Builder, type | None]:
-    chronus = module.Chronus
+    chronus: Callable[[Placer, ChronusConfig], Policy] = module.Chronus
 
     def build(placer: Placer, params: ChronusConfig, options: PolicyOptions) -> Policy:
-        return chronus(placer, params)  # type: ignore[no-any-return]
+        return chronus(placer, params)
 
     return build, module.ChronusConfig
 

@@ -134,7 +134,7 @@ class QueueScheduler(Policy):
             for shapes in self.pools.values():
                 self._drain_each(ctx, shapes)
             return
-        if len(self.pools) == 1:  # one pool: something changed in it, as the engine calls only then
+        if len(self.pools) == 1:  # a lone pool is drained every round: the bookkeeping would cost more
             for pool, shapes in self.pools.items():
                 self._drain(ctx, pool, shapes)
             return

@@ -98,6 +98,14 @@ def run_isolated(case: Case, timeout_s: float, src: str | None) -> dict[str, Any
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
+def core_of(src: str | None) -> str:
+    """Whether the schedlab that ``run_isolated`` imports runs its core compiled (setup.py)."""
+    env = {**os.environ, "PYTHONPATH": os.path.abspath(src)} if src else None
+    code = "import schedlab; print(schedlab.compiled_core())"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, env=env)
+    return "compiled" if out.stdout.strip() == "True" else "interpreted"
+
+
 def table_row(case: Case, load: float, res: dict[str, Any] | None, timeout_s: float) -> str:
     """One Markdown row; a timed-out run shows only its time limit."""
     if res is None:
@@ -142,7 +150,8 @@ def main() -> None:
     if args.chronus:
         cases += [Case(p, args.chronus_cluster, args.seed, trace=args.chronus, fmt="philly") for p in CHRONUS_POLICIES]
     print(f"python {platform.python_version()}, {os.cpu_count()} CPUs, {platform.machine()}; "
-          f"synthetic cluster {args.cluster}, Chronus cluster {args.chronus_cluster}, seed {args.seed}\n")  # fmt: skip
+          f"synthetic cluster {args.cluster}, Chronus cluster {args.chronus_cluster}, seed {args.seed}; "
+          f"schedlab core {core_of(args.src)}\n")  # fmt: skip
     print(HEADER, flush=True)
     rates: dict[str, dict[int, float]] = {}
     for case in cases:

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
+import schedlab
 from schedlab.cli import app
 
 runner = CliRunner()
@@ -100,6 +101,7 @@ def test_run_json_records_command_versions_inputs_and_settings(tmp_path: Path) -
     assert manifest["command"][manifest["command"].index("--checkpoint-s") + 1] == "12.5"
     assert "--force" not in manifest["command"]
     assert manifest["schedlab_version"] and manifest["python"]
+    assert manifest["compiled_core"] is schedlab.compiled_core()  # which core made the run
     assert list(manifest["inputs"]) == [str(trace)]
     assert set(manifest["outputs"]) == {"jobs.parquet", "timeseries.parquet", "summary.json"}
     assert manifest["settings"]["config"]["checkpoint_s"] == 12.5

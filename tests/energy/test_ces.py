@@ -30,6 +30,7 @@ from schedlab.predict.node_demand_eval import ChoiceRule
 from schedlab.policies.registry import make_policy
 from schedlab.sim.config import SimConfig
 from schedlab.sim.engine import Simulation
+from schedlab.sim.policy import Context
 from simkit import cluster, job, workload
 
 TABLE5 = ("node_util_before", "node_util_after", "nodes_off_mean", "wakeups_per_day", "nodes_per_wakeup",
@@ -174,14 +175,14 @@ def test_wrapper_keeps_jobs_finishing_and_only_idle_nodes_go_off(use_forecast: b
     spec = cluster([8] * 6)
     seen_busy_off: list[int] = []
     sim = Simulation(workload(rows), spec, policy)
-    power_off = sim.power_off
+    schedule = policy.schedule
 
-    def checked(node: int) -> None:  # the engine would reject a busy node; record any attempt too
-        if not sim.state.idle(node):
-            seen_busy_off.append(node)
-        power_off(node)
+    def checked(ctx: Context) -> None:  # the engine rejects powering a busy node off; check every round too
+        schedule(ctx)
+        state = sim.state
+        seen_busy_off.extend(n for n in range(state.num_nodes) if not state.on[n] and not state.idle(n))
 
-    sim.power_off = checked
+    policy.schedule = checked  # type: ignore[method-assign]  # wraps the policy's rounds
     result = sim.run()
     assert not seen_busy_off
     assert result.jobs["finished"].all()

@@ -186,7 +186,7 @@ def test_placers_count_victims_as_trial_placements_would(placer, seed: int) -> N
         while left:
             take = int(min(left, rng.choice([1, 2, 4, 8])))
             if rng.random() < 0.7:
-                holders.append([(node, state.take_whole(node, take))])
+                holders.append(((node, state.take_whole(node, take)),))
             else:
                 state.take_whole(node, take)  # held by a job that is no candidate
             left -= take

@@ -17,7 +17,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from schedlab import __version__
+from schedlab import __version__, compiled_core
 from schedlab.errors import InputError
 
 MANIFEST = "run.json"
@@ -66,6 +66,7 @@ def write_manifest(
         "command": argv,
         "cwd": str(cwd),
         "schedlab_version": __version__,
+        "compiled_core": compiled_core(),
         "python": sys.version.split()[0],
         "platform": platform.platform(),
         "created": datetime.now(timezone.utc).isoformat(timespec="seconds"),

@@ -16,7 +16,7 @@ import math
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import pandas as pd
 
@@ -42,8 +42,7 @@ CKPT_ARG = JOB_ARGS.index("checkpoint_interval_s")
 ROW_BLOCK = 16_384
 
 
-@dataclass(frozen=True)
-class RunProgress:
+class RunProgress(NamedTuple):
     """Where a run stands: simulated time, jobs arrived and finished, and how far along it is.
 
     ``fraction`` is simulated time over the horizon when one is set, else finished jobs over

@@ -17,12 +17,15 @@ GPU type relative to the reference type, the slowest type of its allocation boun
 
 from __future__ import annotations
 
+from mypy_extensions import mypyc_attr
+
 from schedlab.cluster.spec import ClusterSpec
 from schedlab.errors import ConfigError
 from schedlab.sim.job import Job
 from schedlab.sim.throughputs import GAVEL_BUILTIN, ThroughputTable
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)  # Pollux's and colocation's; with a compiled core (setup.py)
 class PerfModel:
     """Rate of a job on an allocation (work-seconds per second)."""
 

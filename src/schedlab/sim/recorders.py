@@ -105,8 +105,8 @@ class SeriesRecorder:
             self._last_types = list(type_busy)
             for column, value in zip(self.type_busy, type_busy):
                 column.append(value)
-            for column, value in zip(self.type_total, type_total):
-                column.append(value)
+            for column, gpus in zip(self.type_total, type_total):
+                column.append(gpus)
 
     def frame(self) -> pd.DataFrame:
         busy, total = (self.type_busy, self.type_total) if self._multi else ([self.busy], [self.total])

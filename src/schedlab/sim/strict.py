@@ -12,7 +12,7 @@ raises :class:`StrictContextError`. ``Simulation(..., strict=True)`` hands it to
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from types import MappingProxyType, MethodType
+from types import BuiltinMethodType, MappingProxyType, MethodType
 from typing import Any
 
 from schedlab.cluster.state import Group
@@ -56,17 +56,28 @@ class _Freezer:
             if guard is None:
                 guard = self._groups[id(value)] = _Guard(value, _GROUP, "a node group", self)
             return guard
-        if isinstance(value, MethodType):
+        if isinstance(value, (MethodType, BuiltinMethodType)):  # the latter: a method of a compiled class
             return self._calls(value)
         return value
 
     def _calls(self, method: Callable[..., Any]) -> Callable[..., Any]:
-        """``method`` whose results are frozen (e.g. the node groups ``groups_of`` returns)."""
+        """``method`` whose results are frozen (e.g. the node groups ``groups_of`` returns) and
+        which gets the objects behind the guards a policy hands back (a compiled method checks
+        its arguments' types)."""
 
         def call(*args: Any, **kwargs: Any) -> Any:
-            return self(method(*args, **kwargs))
+            return self(method(*map(_unguarded, args), **{k: _unguarded(v) for k, v in kwargs.items()}))
 
         return call
+
+
+def _unguarded(value: Any) -> Any:
+    """The object behind a guard, or a tuple of them, that a policy passes back to the run."""
+    if isinstance(value, _Guard):
+        return object.__getattribute__(value, "_target")
+    if isinstance(value, tuple):
+        return tuple(map(_unguarded, value))
+    return value
 
 
 class _ReadOnlyList(Sequence[Any]):

@@ -14,6 +14,7 @@ import heapq
 from collections.abc import Callable
 from typing import Any
 
+from mypy_extensions import mypyc_attr
 from sortedcontainers import SortedList
 
 from schedlab.policies.common.placers import Placer, RandomFit, worker_size
@@ -86,6 +87,7 @@ class ClassQueues:
 OrderKey = Callable[[Context, Job], float]
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)  # e.g. QSSF; with a compiled core (setup.py)
 class QueueScheduler(Policy):
     """Non-preemptive scheduler from an order and a placer.
 

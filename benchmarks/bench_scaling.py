@@ -83,7 +83,20 @@ def measure(case: dict[str, Any]) -> dict[str, Any]:
         "finished": int(jobs["finished"].sum()),
         "preemptions": int(jobs["preemptions"].sum()),
         "rounds": rounds,
+        "decisions": decision_stats(policy.report(jobs)),
     }
+
+
+def decision_stats(report: dict[str, Any]) -> dict[str, float] | None:
+    """Decisions and their time from a policy's report: a round-based policy's (count, mean and
+    maximum wall seconds) or Pollux's (count and total CPU seconds); None for other policies."""
+    if "decision_s_mean" in report:
+        return {"count": report["rounds"], "mean_s": report["decision_s_mean"], "max_s": report["decision_s_max"]}
+    block = report.get("pollux")
+    if block:
+        n = block["rounds"]
+        return {"count": n, "mean_s": block["decision_cpu_s"] / n if n else 0.0, "max_s": math.nan}
+    return None
 
 
 def run_isolated(case: dict[str, Any], timeout_s: float, src: str | None, wall_s: float) -> dict[str, Any]:

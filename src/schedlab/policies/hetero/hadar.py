@@ -118,7 +118,7 @@ class Allocator:
     """Prices and FIND_ALLOC over a fixed set of servers; states are tuples of free GPUs."""
 
     def __init__(self, cluster: ClusterSpec, jobs: list[JobView], *, eta: float, comm_fraction: float, horizon: float,
-                 mix_types: bool = True):  # fmt: skip
+                 mix_types: bool = True, memo: bool = True):  # fmt: skip
         if not eta > 0:
             raise ConfigError(f"hadar: eta must be positive, got {eta!r}")
         self.types = [n.gpu_type for n in cluster.nodes]
@@ -145,6 +145,7 @@ class Allocator:
         span = max(self.cap) + 1
         self._code = [sizes[key] * span for key in zip(self.types, self.cap)]  # plus free GPUs: a server's kind
         self._searches: dict[int, tuple[JobView, dict[tuple[int, ...], Search]]] = {}  # id(job) -> (job, search memo)
+        self.memo = memo  # keep each job's searches (:meth:`search`); worth it where a job is searched again
 
     def cost(self, state: Sequence[int], alloc: Alloc) -> float:
         """Sum of the marginal prices of the GPUs of ``alloc`` taken from ``state``."""
@@ -212,7 +213,7 @@ class Allocator:
         ``k`` as the slowest (by falling throughput, then first server) and runs the knapsack over
         the servers the job may use with it, by falling throughput and index. The result depends
         on the kinds of those servers in that order only: it is memoised per job on them, the
-        allocation kept as positions in the order."""
+        allocation kept as positions in the order (with :attr:`memo`)."""
         by_type: dict[str, list[int]] = {}
         for (t, _, _), hs in kinds.items():
             by_type.setdefault(t, []).extend(hs)
@@ -221,6 +222,8 @@ class Allocator:
         for r in sorted({job.rate[t] for t in by_type}, reverse=True):
             order += sorted(chain.from_iterable(hs for t, hs in by_type.items() if job.rate[t] == r))
             upto[r] = len(order)
+        if not self.memo:
+            return self._search(job, state, kinds, by_type, order, upto)
         memo = self._searches.get(id(job))  # the entry holds the job: its id is not reused
         if memo is None:
             memo = self._searches[id(job)] = (job, {})
@@ -228,21 +231,27 @@ class Allocator:
         key = tuple([code[h] + state[h] for h in order])
         known = memo[1].get(key)
         if known is None:
-            best: tuple[float, Alloc] | None = None
-            refused = self.refuses(job, kinds)
-            for k in [] if refused else sorted(by_type, key=lambda t: (-job.rate[t], min(by_type[t]))):
-                allowed = order[: upto[job.rate[k]]] if self.mix_types else sorted(by_type[k])
-                alloc = self._cheapest(job.gpus, allowed, state, self.comm_fraction * job.utility({k}))
-                if alloc is None:
-                    continue
-                f = job.utility({self.types[h] for h, _ in alloc})  # the types it took may all be faster than k
-                value = self.cost(state, alloc) + self.comm_fraction * (len(alloc) - 1) * f - f
-                if value < 0 and (best is None or value < best[0]):
-                    best = (value, alloc)
-            at = {h: i for i, h in enumerate(order)}
-            known = memo[1][key] = (refused, None if best is None else (best[0], [(at[h], x) for h, x in best[1]]))
+            refused, best = self._search(job, state, kinds, by_type, order, upto)
+            known = memo[1][key] = (refused, None if best is None else (best[0], [(order.index(h), x) for h, x in best[1]]))
             return refused, best
         return known[0], None if known[1] is None else (known[1][0], [(order[i], x) for i, x in known[1][1]])
+
+    def _search(self, job: JobView, state: Sequence[int], kinds: dict[tuple[str, int, int], list[int]],
+                by_type: dict[str, list[int]], order: list[int], upto: dict[float, int]
+                ) -> tuple[bool, tuple[float, Alloc] | None]:  # fmt: skip
+        """:meth:`search` itself, given the servers by type and in search order."""
+        best: tuple[float, Alloc] | None = None
+        refused = self.refuses(job, kinds)
+        for k in [] if refused else sorted(by_type, key=lambda t: (-job.rate[t], min(by_type[t]))):
+            allowed = order[: upto[job.rate[k]]] if self.mix_types else sorted(by_type[k])
+            alloc = self._cheapest(job.gpus, allowed, state, self.comm_fraction * job.utility({k}))
+            if alloc is None:
+                continue
+            f = job.utility({self.types[h] for h, _ in alloc})  # the types it took may all be faster than k
+            value = self.cost(state, alloc) + self.comm_fraction * (len(alloc) - 1) * f - f
+            if value < 0 and (best is None or value < best[0]):
+                best = (value, alloc)
+        return refused, best
 
     def knapsack(self, gpus: int, per_server: float) -> Knapsack:
         """The memoised :class:`Knapsack` of ``gpus`` GPUs and a charge of ``per_server`` per server."""
@@ -416,6 +425,7 @@ class Hadar(RoundPolicy):
     """Task-level heterogeneity-aware primal-dual scheduler (Algorithms 1 and 2)."""
 
     name = "hadar"
+    memo_searches = False  # a queued job meets a new state in every search: nothing to reuse
 
     def __init__(self, *, round_s: float = 360.0, eta: float = 1.0, comm_fraction: float = 0.05, dp_window: int = 8,
                  replan: bool = False, mix_types: bool = True, table: ThroughputTable | None = GAVEL_BUILTIN) -> None:  # fmt: skip
@@ -438,15 +448,16 @@ class Hadar(RoundPolicy):
         self.dirty = True
 
     def plan(self, ctx: Context) -> dict[int, Alloc]:
+        """With ``replan``, every unfinished job's allocation; else (§IV-B) only the queued jobs'
+        new ones: running jobs keep theirs (:meth:`apply`)."""
         if not self.dirty:  # no job arrived or finished since the last round: nothing to decide
-            return {job.idx: held(job) for job in ctx.running.values()}
+            return {job.idx: held(job) for job in ctx.running.values()} if self.replan else {}
         self.dirty = False
+        target: dict[int, Alloc] = {}
         if self.replan:
-            target: dict[int, Alloc] = {}
             queue = list(ctx.active.values())
             state = tuple(n.num_gpus for n in ctx.cluster.nodes)
         else:
-            target = {job.idx: held(job) for job in ctx.running.values()}
             queue = [j for j in ctx.active.values() if j.state == PENDING]
             state = tuple(ctx.state.free)
             if not queue or not any(state):
@@ -456,13 +467,22 @@ class Hadar(RoundPolicy):
         target.update(chosen)
         return target
 
+    def apply(self, ctx: Context, target: dict[int, Alloc]) -> None:
+        """With ``replan``, as every round-based policy; else start the queued jobs ``target``
+        places, leaving the running ones alone (no comparison of what they hold)."""
+        if self.replan:
+            super().apply(ctx, target)
+            return
+        for idx, alloc in sorted(target.items()):
+            ctx.start(ctx.active[idx], alloc)
+
     def allocator(self, ctx: Context, queue: list[Job]) -> tuple[list[JobView], Allocator]:
         """The queue's views and the allocator priced on them (horizon: see the module docstring)."""
         views = [job_view(j, ctx.now, ctx.remaining(j), self.table, ctx.cluster) for j in queue]
         slowest = [v.left / min(r for r in v.rate.values() if r > 0) for v in views]
         horizon = sum(v.gpus * s for v, s in zip(views, slowest)) / ctx.cluster.total_gpus + max(slowest)
         alloc = Allocator(ctx.cluster, views, eta=self.eta, comm_fraction=self.comm_fraction, horizon=horizon,
-                          mix_types=self.mix_types)  # fmt: skip
+                          mix_types=self.mix_types, memo=self.memo_searches)  # fmt: skip
         return views, alloc
 
     def allocate(self, views: list[JobView], alloc: Allocator, state: tuple[int, ...]

@@ -65,6 +65,7 @@ class HadarE(Hadar):
     """Hadar with job forking and a tracker merging the copies' progress."""
 
     name = "hadare"
+    memo_searches = True  # a job's next copy mostly meets the servers its last one met
 
     def __init__(self, *, round_s: float = 360.0, eta: float = 1.0, comm_fraction: float = 0.05, dp_window: int = 8,
                  max_copies: int = 0, fork_overhead_s: float = 0.0,

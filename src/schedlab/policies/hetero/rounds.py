@@ -77,7 +77,8 @@ class RoundPolicy(Policy, ABC):
 
     @abstractmethod
     def plan(self, ctx: Context) -> dict[int, Alloc]:
-        """The allocation every job should hold this round (jobs left out are paused or wait)."""
+        """The allocation every job should hold this round (jobs left out are paused or wait; a
+        policy whose :meth:`apply` keeps running jobs may leave them out)."""
 
     def schedule(self, ctx: Context) -> None:
         if ctx.now < self.next_round or not ctx.active:
@@ -86,7 +87,7 @@ class RoundPolicy(Policy, ABC):
         target = self.plan(ctx)
         self.decision_s.append(time.perf_counter() - t0)
         self.apply(ctx, target)
-        if not target:  # nothing can run: the next arrival starts the next round
+        if not target and not ctx.running:  # nothing runs: the next arrival starts the next round
             return
         self.next_round = ctx.now + self.round_s
         ctx.set_timer(self.next_round, "round")

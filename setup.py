@@ -34,7 +34,13 @@ def core_extensions() -> list:
     """The compiled core's extensions when ``SCHEDLAB_COMPILE=1``, else none."""
     if os.environ.get("SCHEDLAB_COMPILE") != "1":
         return []
-    from mypyc.build import mypycify
+    try:
+        from mypyc.build import mypycify
+    except ImportError:
+        raise SystemExit(
+            "SCHEDLAB_COMPILE=1 needs mypy (with mypyc) where the build runs: pip install -e '.[dev]', "
+            "then SCHEDLAB_COMPILE=1 pip install --no-build-isolation ."
+        ) from None
 
     extensions = mypycify([f"src/schedlab/{module}" for module in CORE], opt_level="3")
     for extension in extensions:

@@ -141,3 +141,19 @@ def test_horizon_reports_jobs_that_never_arrived_apart(tmp_path: Path) -> None:
     assert summary["not_arrived"] == int(late.sum()) > 0
     assert jobs.loc[late, "queue_s"].isna().all()
     assert summary["unfinished"] >= summary["not_arrived"]
+
+
+def test_version_says_which_core_runs_without_importing_the_simulator() -> None:
+    import platform
+    import subprocess
+    import sys
+
+    import schedlab
+
+    out = subprocess.run([sys.executable, "-c", "import sys; from schedlab.cli import main; sys.argv = ['schedlab', '--version']; "
+                          "main()"], capture_output=True, text=True)  # fmt: skip
+    assert out.returncode == 0, out.stderr
+    core = "compiled" if schedlab.compiled_core() else "interpreted"  # tests/test_compiled_core.py checks both
+    assert out.stdout.strip() == f"schedlab {schedlab.__version__} ({core} core), Python {platform.python_version()}"
+    check = "import sys, schedlab; schedlab.compiled_core(); print('schedlab.sim.engine' in sys.modules)"
+    assert subprocess.run([sys.executable, "-c", check], capture_output=True, text=True).stdout.strip() == "False"

@@ -52,6 +52,25 @@ app.add_typer(serve_app, name="serve")
 console = Console()
 err_console = Console(stderr=True)
 
+
+def _print_version(value: bool) -> None:
+    if value:
+        import platform
+
+        from schedlab import compiled_core
+
+        core = "compiled" if compiled_core() else "interpreted"
+        console.print(f"schedlab {_version()} ({core} core), Python {platform.python_version()}", highlight=False)
+        raise typer.Exit()
+
+
+@app.callback()
+def _options(
+    version: Annotated[bool, typer.Option("--version", callback=_print_version, is_eager=True,
+                                          help="Print schedlab's version and whether its core is compiled, and exit.")] = False,
+) -> None:  # fmt: skip
+    pass  # the commands do the work; --version is handled by its callback
+
 TraceOpt = Annotated[Optional[Path], typer.Option("--trace", help="Trace file (or folder, for pai).")]
 FormatOpt = Annotated[Optional[str], typer.Option("--format", "-f", help="Trace format: see `schedlab traces list`.")]
 SyntheticOpt = Annotated[Optional[str], typer.Option("--synthetic", help="Synthetic profile: venus, philly, gfs, gfs-a100, gfs-a100-calibrated, simple, hadar, hadar-uniform.")]

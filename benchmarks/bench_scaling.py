@@ -33,6 +33,8 @@ import subprocess
 import sys
 from typing import Any
 
+from bench_speed import core_of
+
 SIZES = (30_000, 100_000, 300_000, 1_000_000)
 LOADS = (0.8, 1.1)
 PHILLY_CLUSTER = "uniform:120x8"
@@ -183,7 +185,7 @@ def main() -> None:
 
         policies = policy_names()
     print(f"python {platform.python_version()}, {os.cpu_count()} CPUs; cluster {args.cluster}, "
-          f"profile {args.profile}, seed {args.seed}, timeout {args.timeout:.0f} s\n")  # fmt: skip
+          f"profile {args.profile}, seed {args.seed}, timeout {args.timeout:.0f} s; schedlab core {core_of(args.src)}\n")  # fmt: skip
     print(HEADER, flush=True)
     log = open(args.json, "a") if args.json else None  # noqa: SIM115
     fits: list[tuple[str, float, float | None, float | None]] = []

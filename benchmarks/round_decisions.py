@@ -18,6 +18,7 @@ import os
 import platform
 
 from bench_scaling import run_isolated
+from bench_speed import core_of
 
 POLICIES = "hadar,hadare,pollux,gavel"
 
@@ -46,7 +47,8 @@ def main() -> None:
     parser.add_argument("--src", help="import schedlab from this directory (a before/after comparison)")
     args = parser.parse_args()
     print(f"python {platform.python_version()}, {os.cpu_count()} CPUs; {args.jobs:,} Venus-like jobs at load "
-          f"{args.load} on {args.cluster}, seed {args.seed}; load average {os.getloadavg()[0]:.2f}\n")  # fmt: skip
+          f"{args.load} on {args.cluster}, seed {args.seed}; schedlab core {core_of(args.src)}; "
+          f"load average {os.getloadavg()[0]:.2f}\n")  # fmt: skip
     print("| policy | jobs | simulate CPU (s) | decisions | mean decision (ms) | longest decision (s) "
           "| decisions' share of CPU |\n|---|--:|--:|--:|--:|--:|--:|")  # fmt: skip
     for policy in args.policies.split(","):

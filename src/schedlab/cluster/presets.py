@@ -15,7 +15,6 @@ import pandas as pd
 from schedlab.cluster.spec import GPU_CATALOG, ClusterSpec, NodeSpec, TenantSpec, gpu_type
 from schedlab.errors import ConfigError, InputError, did_you_mean
 from schedlab.workload.schema import shown
-from schedlab.workload.synthetic import GFS_A100_GPU
 
 # DGX-1-class server idle power (Helios §4.3 uses ~800 W per idle node).
 DGX_IDLE_W = 800.0
@@ -153,6 +152,8 @@ def gfs_builtin() -> ClusterSpec:
 def gfs_a100() -> ClusterSpec:
     """The GFS paper's simulated cluster (§4.1): 287 eight-GPU A100 nodes (2,296 GPUs) in one
     shared pool, the GPU named as in the GFS inventory so the ``gfs-a100`` jobs run at speed 1."""
+    from schedlab.workload.synthetic import GFS_A100_GPU  # imported on use: the generators' module
+
     return uniform(GFS_A100_NODES, 8, GFS_A100_GPU, name="gfs-a100")
 
 

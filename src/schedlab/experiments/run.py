@@ -34,7 +34,6 @@ from schedlab.sim.policy import Policy
 from schedlab.workload import transforms
 from schedlab.workload.schema import SUBMITTED_COLUMNS, Workload
 from schedlab.workload.tenant_map import load_tenant_map
-from schedlab.workload.synthetic import PROFILES, generate
 
 if TYPE_CHECKING:
     from multiprocessing.queues import Queue
@@ -90,6 +89,8 @@ class WorkloadSpec:
 
             w = load_trace(self.trace, self.fmt, **self.options)
         elif self.synthetic is not None and self.trace is None:
+            from schedlab.workload.synthetic import PROFILES, generate  # imported on use, as the loaders
+
             n = self.jobs if self.jobs is not None else getattr(PROFILES.get(self.synthetic), "default_jobs", 2000)
             w = generate(self.synthetic, n, seed=self.seed, cluster_gpus=self.cluster_gpus,
                          load=self.load, **self.options)  # fmt: skip
@@ -139,7 +140,11 @@ def check_names(policies: list[str], profile: str | None) -> None:
     for p in policies:
         if p not in POLICIES:
             raise ConfigError(f"unknown policy '{p}'{did_you_mean(p, POLICIES)}; choose one of {', '.join(POLICIES)}")
-    if profile is not None and profile not in PROFILES:
+    if profile is None:
+        return
+    from schedlab.workload.synthetic import PROFILES
+
+    if profile not in PROFILES:
         raise ConfigError(f"unknown synthetic profile '{profile}'{did_you_mean(profile, PROFILES)}; "
                           f"choose one of {', '.join(PROFILES)}")
 

@@ -36,6 +36,17 @@ def test_a_small_run_does_not_load_pydantic_for_its_options(tmp_path: Path) -> N
     assert (tmp_path / "run" / "summary.json").is_file()
 
 
+def test_a_trace_run_does_not_load_the_synthetic_generators(tmp_path: Path) -> None:
+    (tmp_path / "jobs.csv").write_text("id,submitted,runtime,gpus\na,0,600,1\nb,5,60,2\n")
+    run = ("import sys\nfrom schedlab.cli import app\n"
+           "sys.argv = ['schedlab', 'simulate', '--trace', 'jobs.csv', '--format', 'csv', '--map', 'job_id=id', "
+           "'--map', 'submit_s=submitted', '--map', 'duration_s=runtime', '--map', 'num_gpus=gpus', "
+           "'--cluster', 'uniform:1x8', '--no-progress', '--out', 'run']\n"
+           "try:\n    app()\nexcept SystemExit as exc:\n    assert exc.code == 0, exc.code\n")  # fmt: skip
+    assert _imported(run, ("schedlab.workload.synthetic", "schedlab.sim.engine"), tmp_path) == ["schedlab.sim.engine"]
+    assert (tmp_path / "run" / "summary.json").is_file()
+
+
 VALUES: list[Any] = ["0", "12", "-3", "007", "-0", "1.5", "0.1", "-2.25", "1.", ".5", "1e3", " 5", "+5", "1_000",
                      "inf", "nan", "", "abc", "1" * 30, 7, 7.5, True, None]  # fmt: skip
 

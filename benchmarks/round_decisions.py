@@ -7,7 +7,7 @@ Hadar, HadarE and Gavel record each decision's wall time (``decision_s_mean``, `
 in the run summary); Pollux records the CPU time of all its decisions, so only its mean is given.
 
     python benchmarks/round_decisions.py                          # hadar, hadare, pollux, gavel at 30k
-    python benchmarks/round_decisions.py --jobs 3000 --policies hadare --src /tmp/other/src
+    python benchmarks/round_decisions.py --jobs 3000 --policies hadare --src OTHER_CHECKOUT/src
 """
 
 from __future__ import annotations

@@ -44,7 +44,7 @@ def core_extensions() -> list:
 
     extensions = mypycify([f"src/schedlab/{module}" for module in CORE], opt_level="3")
     for extension in extensions:
-        extension.extra_compile_args.append("-Wno-tautological-compare")  # NaN tests written as x != x
+        extension.extra_compile_args.append("-Wno-tautological-compare")  # NaN tests written as x != x or x == x
     return extensions
 
 

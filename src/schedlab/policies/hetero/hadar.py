@@ -49,8 +49,9 @@ each kind (type, GPUs, free GPUs) count and the knapsack passes over a server th
 on one of its kind already seen. The servers by kind are kept per state, derived from the
 previous state on each allocation. Memos make repeated searches cheap, with the same results:
 the knapsack's tables are kept per (GPUs, charge per server) and a server kind's effect on a
-table computed once; a job's whole search is memoised on the kinds of its servers in search
-order, which alone decide it.
+table computed once; for HadarE's copies, a job's whole search is memoised on the kinds of its
+servers in search order, which alone decide it (Hadar keeps no such memo: a queued job meets a
+new state in every search).
 """
 
 from __future__ import annotations

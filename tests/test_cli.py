@@ -157,3 +157,28 @@ def test_version_says_which_core_runs_without_importing_the_simulator() -> None:
     assert out.stdout.strip() == f"schedlab {schedlab.__version__} ({core} core), Python {platform.python_version()}"
     check = "import sys, schedlab; schedlab.compiled_core(); print('schedlab.sim.engine' in sys.modules)"
     assert subprocess.run([sys.executable, "-c", check], capture_output=True, text=True).stdout.strip() == "False"
+
+
+def test_console_script_runs_main_with_one_blas_thread_and_no_final_collection(monkeypatch) -> None:
+    import atexit
+    import gc
+    import os
+    from importlib.metadata import entry_points
+
+    import schedlab.cli as cli
+
+    (script,) = entry_points(group="console_scripts", name="schedlab")
+    assert script.value == "schedlab.cli:main"
+    registered: list[object] = []
+    ran: list[bool] = []
+    monkeypatch.setattr(atexit, "register", registered.append)
+    monkeypatch.setattr(cli, "app", lambda: ran.append(True))
+    monkeypatch.setenv("OPENBLAS_NUM_THREADS", "")  # restored after the test
+    monkeypatch.delenv("OPENBLAS_NUM_THREADS")
+    cli.main()
+    assert ran == [True]
+    assert os.environ["OPENBLAS_NUM_THREADS"] == "1"
+    assert registered == [gc.freeze]
+    monkeypatch.setenv("OPENBLAS_NUM_THREADS", "2")  # a user's setting stands
+    cli.main()
+    assert os.environ["OPENBLAS_NUM_THREADS"] == "2"

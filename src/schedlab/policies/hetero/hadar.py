@@ -199,9 +199,8 @@ class Allocator:
             f = job.utility({k})
             per_server = self.comm_fraction * f
             knapsack = self.knapsack(job.gpus, per_server)
-            groups = [(knapsack.least_mean(self.prices[t, c][c - free : c - free + job.gpus], (t, c, free)), len(hs))
-                      for (t, c, free), hs in kinds.items()
-                      if (job.rate[t] >= job.rate[k] if self.mix_types else t == k)]  # fmt: skip
+            groups = [(knapsack.least_mean(kind), len(hs)) for kind, hs in kinds.items()
+                      if (job.rate[kind[0]] >= job.rate[k] if self.mix_types else kind[0] == k)]  # fmt: skip
             bound = least_cost(job.gpus, groups)
             if not math.isinf(bound) and bound - per_server - f <= 1e-9 * (bound + per_server + f):
                 return False
@@ -258,7 +257,7 @@ class Allocator:
         """The memoised :class:`Knapsack` of ``gpus`` GPUs and a charge of ``per_server`` per server."""
         knapsack = self._knapsacks.get((gpus, per_server))
         if knapsack is None:
-            knapsack = self._knapsacks[gpus, per_server] = Knapsack(gpus, per_server)
+            knapsack = self._knapsacks[gpus, per_server] = Knapsack(gpus, per_server, self.prices)
         return knapsack
 
     def _cheapest(self, gpus: int, servers: list[int], state: Sequence[int], per_server: float) -> Alloc | None:
@@ -269,15 +268,16 @@ class Allocator:
         free GPUs (or, with :attr:`rising` prices, fewer: dearer ones) makes no better offers to
         the same table: it is skipped."""
         knapsack = self.knapsack(gpus, per_server)
+        types, cap, rising = self.types, self.cap, self.rising
         table = 0  # the knapsack's table of least costs by GPUs taken
         chosen: list[tuple[tuple[int, int], ...]] = [()] * (gpus + 1)  # its allocations, by GPUs taken
         idle: dict[tuple[str, int], tuple[int, int]] = {}  # (type, GPUs) -> (table, free GPUs) of such a server
         for h in servers:
-            t, c, free = self.types[h], self.cap[h], state[h]
+            t, c, free = types[h], cap[h], state[h]
             quiet = idle.get((t, c))
-            if quiet is not None and quiet[0] == table and (free == quiet[1] or self.rising and free < quiet[1]):
+            if quiet is not None and quiet[0] == table and (free == quiet[1] or rising and free < quiet[1]):
                 continue
-            after, moves = knapsack.offer(table, self.prices[t, c][c - free : c - free + gpus], (t, c, free))
+            after, moves = knapsack.offer(table, (t, c, free))
             if after == table:
                 idle[t, c] = (table, free)
                 continue
@@ -285,7 +285,7 @@ class Allocator:
             for m, n, x in moves:
                 nxt[m] = (*chosen[n], (h, x))
             chosen, table = nxt, after
-        return list(chosen[gpus]) if knapsack.tables[table][gpus] is not None else None
+        return list(chosen[gpus]) if knapsack.tables[table][gpus] < math.inf else None
 
     def take(self, state: tuple[int, ...], alloc: Alloc) -> tuple[int, ...]:
         """``state`` less the GPUs of ``alloc``; if ``state``'s kinds are memoised, the new state's
@@ -341,24 +341,31 @@ class Allocator:
 
 class Knapsack:
     """The knapsack of :meth:`Allocator._cheapest` for one GPU count and per-server charge, as
-    transitions between its tables (least cost by GPUs taken, ``None``: unreachable): each table
+    transitions between its tables (least cost by GPUs taken, infinite: unreachable): each table
     is kept once and a server kind's offer to a table computed once (a server's offer depends on
-    its prices only)."""
+    its prices only). ``prices``: the allocator's marginal prices by (type, GPUs per server)."""
 
-    def __init__(self, gpus: int, per_server: float) -> None:
+    def __init__(self, gpus: int, per_server: float, prices: dict[tuple[str, int], list[float]]) -> None:
         self.gpus = gpus
         self.per_server = per_server
-        start: tuple[float | None, ...] = (0.0, *[None] * gpus)
+        self.prices = prices
+        start = (0.0, *[math.inf] * gpus)
         self.tables = [start]
         self.ids = {start: 0}
         self.moves: dict[tuple[int, tuple[str, int, int]], tuple[int, tuple[tuple[int, int, int], ...]]] = {}
         self.means: dict[tuple[str, int, int], tuple[float, int]] = {}
 
-    def least_mean(self, steps: list[float], kind: tuple[str, int, int]) -> tuple[float, int]:
-        """A server of ``kind`` (marginal prices ``steps``): its least mean ``(per_server + first x
-        prices) / x`` over ``x``, and how many GPUs it offers."""
+    def steps(self, kind: tuple[str, int, int]) -> list[float]:
+        """The marginal prices of the GPUs a server of ``kind`` ``(type, GPUs, free GPUs)`` offers."""
+        t, c, free = kind
+        return self.prices[t, c][c - free : c - free + self.gpus]
+
+    def least_mean(self, kind: tuple[str, int, int]) -> tuple[float, int]:
+        """A server of ``kind``: its least mean ``(per_server + first x prices) / x`` over ``x``,
+        and how many GPUs it offers."""
         found = self.means.get(kind)
         if found is None:
+            steps = self.steps(kind)
             total, mean = self.per_server, math.inf
             for x, p in enumerate(steps, start=1):
                 total += p
@@ -366,32 +373,39 @@ class Knapsack:
             found = self.means[kind] = (mean, len(steps))
         return found
 
-    def offer(self, table: int, steps: list[float], kind: tuple[str, int, int]
-              ) -> tuple[int, tuple[tuple[int, int, int], ...]]:  # fmt: skip
-        """The table after a server of ``kind`` with marginal prices ``steps`` offers its GPUs to
-        ``table``, and the entries it improved as ``(GPUs, GPUs before it, GPUs it gives)``."""
+    def offer(self, table: int, kind: tuple[str, int, int]) -> tuple[int, tuple[tuple[int, int, int], ...]]:
+        """The table after a server of ``kind`` offers its GPUs to ``table``, and the entries it
+        improved as ``(GPUs, GPUs before it, GPUs it gives)``."""
         key = (table, kind)
         found = self.moves.get(key)
         if found is None:
-            best = self.tables[table]
-            nxt = list(best)
-            moves: dict[int, tuple[int, int, int]] = {}
-            for n, entry in enumerate(best):
-                if entry is None:
-                    continue
-                total = entry + self.per_server
-                for x, p in enumerate(steps[: self.gpus - n], start=1):
-                    total += p
-                    cur = nxt[n + x]
-                    if cur is None or total < cur:
-                        nxt[n + x] = total
-                        moves[n + x] = (n + x, n, x)
-            after = tuple(nxt)
+            after, moves = self.extend(self.tables[table], self.steps(kind))
             if after not in self.ids:
                 self.ids[after] = len(self.tables)
                 self.tables.append(after)
-            found = self.moves[key] = (self.ids[after], tuple(moves.values()))
+            found = self.moves[key] = (self.ids[after], moves)
         return found
+
+    def extend(self, best: tuple[float, ...], steps: list[float]
+               ) -> tuple[tuple[float, ...], tuple[tuple[int, int, int], ...]]:  # fmt: skip
+        """One knapsack step: ``best`` after a server with marginal prices ``steps`` offers its
+        GPUs (each entry ``n`` plus the charge plus the first ``x`` prices, added in that order,
+        to entry ``n + x`` if strictly cheaper), and the entries it improved."""
+        nxt = list(best)
+        moves: dict[int, tuple[int, int, int]] = {}
+        charge, last = self.per_server, self.gpus
+        for n, entry in enumerate(best):
+            if entry == math.inf:
+                continue
+            total = entry + charge
+            m = n
+            for p in steps[: last - n]:
+                total += p
+                m += 1
+                if total < nxt[m]:
+                    nxt[m] = total
+                    moves[m] = (m, n, m - n)
+        return tuple(nxt), tuple(moves.values())
 
 
 def least_cost(gpus: int, groups: list[tuple[tuple[float, int], int]]) -> float:

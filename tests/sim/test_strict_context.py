@@ -4,8 +4,6 @@ else, and decides exactly as it does with the plain one."""
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 import numpy as np
 import pandas as pd
 import pytest
@@ -31,7 +29,7 @@ def _case(name: str) -> tuple[Workload, str]:
     if name in ON_HADAR:
         return generate("hadar", 12, seed=0), "hadar-60"
     work = generate("gfs", 120, seed=0, cluster_gpus=128, load=1.5)
-    return replace(work, jobs=work.jobs.assign(gpu_type="")), "uniform"  # any GPU model will do
+    return work.with_jobs(work.jobs.assign(gpu_type="")), "uniform"  # any GPU model will do
 
 
 def _run(name: str, *, strict: bool) -> pd.DataFrame:

@@ -8,13 +8,16 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
-import pandas as pd
 
 from schedlab.cluster.spec import GPU_CATALOG, ClusterSpec, NodeSpec, TenantSpec, gpu_type
 from schedlab.errors import ConfigError, InputError, did_you_mean
 from schedlab.workload.schema import shown
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 # DGX-1-class server idle power (Helios §4.3 uses ~800 W per idle node).
 DGX_IDLE_W = 800.0
@@ -88,6 +91,8 @@ def helios_from_gpu_numbers(path: str | Path, date: str | None = None, *, name: 
             raise InputError(f"no row for date {date!r}", file=str(path), field="date")
         row_idx = int(hits[0])
     row = table.iloc[row_idx]
+    import pandas as pd
+
     vcs: dict[str, int] = {}
     for col in table.columns:
         if col in ("date", "total"):
@@ -119,6 +124,8 @@ def gfs_from_inventory(path: str | Path) -> ClusterSpec:
 
 def _read_table(path: Path, what: str) -> pd.DataFrame:
     """A cluster CSV file; one that cannot be read is an :class:`InputError` naming it."""
+    import pandas as pd  # imported on use: the built-in presets need no file
+
     try:
         return pd.read_csv(path)
     except (OSError, ValueError) as exc:  # ValueError: pandas' parse errors, bytes that are not UTF-8
@@ -127,6 +134,8 @@ def _read_table(path: Path, what: str) -> pd.DataFrame:
 
 def _whole(table: pd.DataFrame, col: str, path: Path, *, positive: bool = False) -> list[int]:
     """A column of whole numbers, positive or else non-negative with blanks as 0; raises at another value."""
+    import pandas as pd
+
     values = pd.to_numeric(table[col], errors="coerce")
     if not positive:
         values = values.where(table[col].notna(), 0)

@@ -33,7 +33,7 @@ import math
 from collections import deque
 from dataclasses import dataclass, field
 from pathlib import Path
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 import numpy as np
@@ -263,7 +263,7 @@ class CESPolicy(WrappedPolicy):
         return watts if watts > 0 else self.config.idle_power_w
 
     # ----- results ----------------------------------------------------------------------------
-    def report(self, jobs: pd.DataFrame) -> dict[str, Any]:
+    def report(self, jobs: Mapping[str, Any]) -> dict[str, Any]:
         """The inner policy's entries and this service's block (``ces`` or ``vanilla_drs``)."""
         return {**self.inner.report(jobs), self.config.label: self.energy_report(self._nodes)}
 

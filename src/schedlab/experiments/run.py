@@ -31,8 +31,8 @@ from schedlab.policies.registry import POLICIES, PolicyOptions, make_policy
 from schedlab.sim.config import SimConfig
 from schedlab.sim.engine import RunProgress, SimResult, Simulation
 from schedlab.sim.policy import Policy
-from schedlab.workload import transforms
-from schedlab.workload.schema import SUBMITTED_COLUMNS, Workload
+from schedlab.tables import write_parquet
+from schedlab.workload.schema import Workload
 from schedlab.workload.tenant_map import load_tenant_map
 
 if TYPE_CHECKING:
@@ -76,6 +76,8 @@ class WorkloadSpec:
         w = self.build()
         if self.train_until_s is None:
             return None, w
+        from schedlab.workload import transforms  # imported on use, as pandas: a plain run needs neither
+
         history, evaluation = transforms.split_history(w, self.train_until_s)
         if len(evaluation) == 0:
             raise ConfigError(f"no job is submitted after the train/test split at {self.train_until_s / 3600:g} h")
@@ -96,6 +98,18 @@ class WorkloadSpec:
                          load=self.load, **self.options)  # fmt: skip
         else:
             raise ConfigError("give either a trace file (with its format) or a synthetic profile")
+        if self.tenant_prefix or self.tenant_map or any(
+            x is not None for x in (self.window_s, self.sample, self.arrival_scale, self.class_scale)
+        ):
+            w = self._transformed(w)
+        if len(w) == 0:
+            raise ConfigError("the workload has no jobs after loading and transforms")
+        return w
+
+    def _transformed(self, w: Workload) -> Workload:
+        """``w`` with the spec's tenant renaming, window, sample and scalings applied, in that order."""
+        from schedlab.workload import transforms  # imported on use, as pandas: a plain run needs neither
+
         if self.tenant_prefix or self.tenant_map:
             mapping = load_tenant_map(self.tenant_map) if self.tenant_map else None
             w = transforms.rename_tenants(w, mapping, self.tenant_prefix or "")
@@ -107,8 +121,6 @@ class WorkloadSpec:
             w = transforms.scale_arrivals(w, self.arrival_scale)
         if self.class_scale is not None:
             w = transforms.scale_class(w, self.class_scale[0], self.class_scale[1], seed=self.seed)
-        if len(w) == 0:
-            raise ConfigError("the workload has no jobs after loading and transforms")
         return w
 
 
@@ -182,9 +194,8 @@ def build_run(
             wspec = replace(wspec, cluster_gpus=cluster.total_gpus)
         history, workload = wspec.build_split()
     if spec.shares is not None:
-        check_shares(workload.jobs["tenant"].unique(), spec.shares)
-    options = PolicyOptions(history=history, seed=spec.seed, submissions=workload.jobs.loc[:, list(SUBMITTED_COLUMNS)],
-                            shares=spec.shares)  # fmt: skip
+        check_shares(workload.column("tenant").unique().to_pylist(), spec.shares)
+    options = PolicyOptions(history=history, seed=spec.seed, workload=workload, shares=spec.shares)
     policy = make_policy(spec.policy, placer=spec.placer, rng=np.random.default_rng(spec.seed), params=spec.params,
                          options=options)  # fmt: skip
     if spec.ces is not None:
@@ -215,15 +226,16 @@ def execute(built: BuiltRun, *, progress: Callable[[RunProgress], None] | None =
         extra["params"] = built.params
     if built.history is not None:
         extra["history_jobs"] = len(built.history)
-    extra.update(built.policy.report(result.jobs))
-    return result, summarize(result.jobs, result.timeseries, policy=spec.policy, extra=extra, shares=spec.shares)
+    extra.update(built.policy.report(result.job_columns))
+    return result, summarize(result.job_columns, result.series_columns, policy=spec.policy, extra=extra,
+                             shares=spec.shares)  # fmt: skip
 
 
 def write_run(out_dir: Path, result: SimResult, summary: dict[str, Any], policy: Policy) -> list[Path]:
     """Write jobs.parquet, timeseries.parquet, summary.json and the policy's own artifacts."""
     out_dir.mkdir(parents=True, exist_ok=True)
-    result.jobs.to_parquet(out_dir / "jobs.parquet", index=False)
-    result.timeseries.to_parquet(out_dir / "timeseries.parquet", index=False)
+    write_parquet(out_dir / "jobs.parquet", result.job_columns)
+    write_parquet(out_dir / "timeseries.parquet", result.series_columns)
     paths = [out_dir / "jobs.parquet", out_dir / "timeseries.parquet", write_summary(out_dir / "summary.json", summary)]
     return paths + list(policy.artifacts(out_dir))
 

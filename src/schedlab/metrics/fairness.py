@@ -35,9 +35,9 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import pandas as pd
 
 from schedlab.errors import ConfigError, InputError
+from schedlab.metrics.columns import Groups, Table, flags, labels, numbers
 
 TENANT_COLUMNS = ("tenant", "name")  # ours, then ASTRAEA's share-production.csv
 WEIGHT_COLUMNS = ("weight", "share")
@@ -75,7 +75,7 @@ def load_shares(path: Path | str) -> dict[str, float]:
 
 
 def fairness_metrics(
-    jobs: pd.DataFrame, cluster_gpus: float, *, shares: Mapping[str, float] | None = None, horizon_s: float | None = None
+    jobs: Table, cluster_gpus: float, *, shares: Mapping[str, float] | None = None, horizon_s: float | None = None
 ) -> dict[str, Any]:
     """The run's fairness keys and its per-tenant ``tenant_fairness`` block (see the module doc).
 
@@ -84,12 +84,12 @@ def fairness_metrics(
     no GPUs nothing is deserved and every statistic is None.
     """
     cluster_gpus = max(float(cluster_gpus), 0.0)
-    codes, tenants = pd.factorize(jobs["tenant"].fillna("").astype(str), sort=True)
-    weights = _weights(list(tenants), shares)
-    gpus = jobs["num_gpus"].to_numpy(dtype=float)
-    submit = jobs["submit_s"].to_numpy(dtype=float)
-    end = jobs["end_s"].to_numpy(dtype=float)
-    received = jobs["gpu_seconds"].to_numpy(dtype=float)
+    codes, tenants = labels(jobs["tenant"])
+    weights = _weights(tenants, shares)
+    gpus = numbers(jobs["num_gpus"])
+    submit = numbers(jobs["submit_s"])
+    end = numbers(jobs["end_s"])
+    received = numbers(jobs["gpu_seconds"])
     if horizon_s is None:
         horizon_s = float(np.nanmax(np.append(np.concatenate([submit, end]), 0.0)))
     start = np.minimum(submit, horizon_s)
@@ -111,7 +111,7 @@ def fairness_metrics(
     rated = tenant_ratio[np.isfinite(tenant_ratio)]
     job_unfair = np.abs(job_ratio[np.isfinite(job_ratio)] - 1.0)
     finite_rho = rho[np.isfinite(rho)]
-    rho_by_tenant = pd.Series(rho).groupby(codes).mean()
+    rho_by_tenant = Groups(codes, len(tenants)).mean(rho)
     return {
         "ltgf_tenant_min": float(rated.min()) if rated.size else None,
         "ltgf_tenant_max": float(rated.max()) if rated.size else None,
@@ -127,7 +127,7 @@ def fairness_metrics(
                 "received_gpu_h": tenant_received[i] / 3600.0,
                 "deserved_gpu_h": tenant_deserved[i] / 3600.0,
                 "ltgf_ratio": tenant_ratio[i],
-                "rho_mean": rho_by_tenant.get(i),
+                "rho_mean": rho_by_tenant[i],
             }
             for i, name in enumerate(tenants)
         },
@@ -200,13 +200,13 @@ def _job_deserved(fair: np.ndarray, active: np.ndarray, widths: np.ndarray, firs
     return deserved
 
 
-def _rho(jobs: pd.DataFrame, codes: np.ndarray, weights: np.ndarray, cluster_gpus: float) -> np.ndarray:
+def _rho(jobs: Table, codes: np.ndarray, weights: np.ndarray, cluster_gpus: float) -> np.ndarray:
     """Finish-time fairness of each finished job (NaN for the others)."""
-    finished = jobs["finished"].fillna(False).to_numpy(dtype=bool)
-    jct = jobs["end_s"].to_numpy(dtype=float) - jobs["submit_s"].to_numpy(dtype=float)
+    finished = flags(jobs["finished"])
+    jct = numbers(jobs["end_s"]) - numbers(jobs["submit_s"])
     share = cluster_gpus * weights[codes] / weights.sum() if len(weights) else np.zeros(0)
     with np.errstate(divide="ignore"):
-        ideal = jobs["duration_s"].to_numpy(dtype=float) * np.maximum(1.0, jobs["num_gpus"].to_numpy(dtype=float) / share)
+        ideal = numbers(jobs["duration_s"]) * np.maximum(1.0, numbers(jobs["num_gpus"]) / share)
     return np.where(finished & np.isfinite(ideal), _ratio(jct, ideal), np.nan)
 
 

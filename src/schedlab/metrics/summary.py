@@ -30,7 +30,9 @@ Definitions (times in seconds):
   when given, else the time series' largest ``gpus_total``.
 
 A statistic over an empty set is ``None`` (``null`` in JSON), never NaN. Every key is in
-:mod:`schedlab.metrics.catalogue`, in the order the result has.
+:mod:`schedlab.metrics.catalogue`, in the order the result has. Sums and means over groups are
+exactly rounded (``math.fsum``). The tables may be pandas DataFrames or plain columns
+(:mod:`schedlab.metrics.columns`): a run is summarised without pandas.
 """
 
 from __future__ import annotations
@@ -42,9 +44,9 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import pandas as pd
 
 from schedlab.errors import ConfigError, InputError
+from schedlab.metrics.columns import Groups, Table, flags, labels, numbers
 from schedlab.metrics.fairness import fairness_metrics
 
 JOB_COLUMNS = (
@@ -70,8 +72,8 @@ LONG_MIN_S = 6 * 3600.0
 
 
 def summarize(
-    jobs: pd.DataFrame,
-    ts: pd.DataFrame,
+    jobs: Table,
+    ts: Table,
     *,
     policy: str,
     evictable_classes: Iterable[str] = ("spot",),
@@ -92,32 +94,32 @@ def summarize(
     """
     _require_columns(jobs, JOB_COLUMNS, "jobs table")
     _require_columns(ts, TIMESERIES_COLUMNS, "time series")
-    frame = _job_frame(jobs)
-    jct = frame["jct_s"].to_numpy()
-    queue = frame["queue_s"].to_numpy()
-    end_s = jobs["end_s"].to_numpy(dtype=float)
-    window = arrival_window(jobs["submit_s"].to_numpy(dtype=float))
+    stats = _JobStats(jobs)
+    queue = stats.queue_s
+    end_s = numbers(jobs["end_s"])
+    window = arrival_window(stats.submit_s)
+    finished = int(stats.finished.sum())
     summary: dict[str, Any] = {
         "policy": policy,
-        "jobs": len(frame),
-        "finished": int(frame["finished"].sum()),
-        "unfinished": int(len(frame) - frame["finished"].sum()),
-        **_distribution("jct", jct, (50, 95, 99)),
+        "jobs": stats.n,
+        "finished": finished,
+        "unfinished": stats.n - finished,
+        **_distribution("jct", stats.jct_s, (50, 95, 99)),
         **_distribution("queue", queue, (50, 99)),
         "queued_jobs": int(np.count_nonzero(queue > 0)),
-        "slowdown_mean": _mean(frame["slowdown"].to_numpy()),
-        "makespan_s": makespan_s(jobs["submit_s"].to_numpy(dtype=float), end_s),
+        "slowdown_mean": _mean(stats.slowdown),
+        "makespan_s": makespan_s(stats.submit_s, end_s),
         "gpu_alloc_rate": gpu_alloc_rate(ts, end_s, window),
         "gpu_alloc_rate_run": gpu_alloc_rate(ts, end_s),
         "gpu_alloc_rate_by_model": gpu_alloc_rate_by_model(ts, end_s, window),
-        "preemptions": int(frame["preemptions"].sum()),
-        "migrations": int(jobs["migrations"].sum()) if "migrations" in jobs else 0,
-        "colocated_jobs": int((jobs["colocated_s"] > 0).sum()) if "colocated_s" in jobs else 0,
-        "gpu_seconds": float(frame["gpu_seconds"].sum()),
-        "classes": class_breakdown(frame, frozenset(evictable_classes)),
-        "tenants": tenant_breakdown(frame),
-        "sizes": _bucket_breakdown(frame, "size_bucket"),
-        "duration_buckets": _bucket_breakdown(frame, "duration_bucket"),
+        "preemptions": int(stats.preemptions.sum()),
+        "migrations": int(np.nansum(numbers(jobs["migrations"]))) if "migrations" in jobs else 0,
+        "colocated_jobs": int((numbers(jobs["colocated_s"]) > 0).sum()) if "colocated_s" in jobs else 0,
+        "gpu_seconds": float(np.nansum(stats.gpu_seconds)),
+        "classes": stats.classes(frozenset(evictable_classes)),
+        "tenants": stats.tenants(),
+        "sizes": stats.buckets(size_bucket(stats.num_gpus), SIZE_LABELS),
+        "duration_buckets": stats.buckets(duration_bucket(stats.work_s), DURATION_LABELS),
         **(_fairness(jobs, ts, end_s, extra or {}, shares) if fairness or shares is not None else {}),
     }
     clash = sorted(set(extra or {}) & set(summary))
@@ -167,7 +169,7 @@ def arrival_window(submit_s: np.ndarray) -> tuple[float, float]:
 
 
 def gpu_alloc_rate(
-    ts: pd.DataFrame, end_s: np.ndarray, window: tuple[float, float] | None = None
+    ts: Table, end_s: np.ndarray, window: tuple[float, float] | None = None
 ) -> float | None:
     """Time-weighted mean of ``gpus_busy / gpus_total`` over the series' span, or over its part
     inside ``window`` = ``(start_s, end_s)`` (see the module doc)."""
@@ -175,25 +177,25 @@ def gpu_alloc_rate(
 
 
 def gpu_alloc_rate_by_model(
-    ts: pd.DataFrame, end_s: np.ndarray, window: tuple[float, float] | None = None
+    ts: Table, end_s: np.ndarray, window: tuple[float, float] | None = None
 ) -> dict[str, float | None]:
     """Per GPU model: :func:`gpu_alloc_rate` from the ``gpus_busy[<model>]`` and
     ``gpus_total[<model>]`` columns."""
-    models = [c[len("gpus_busy["):-1] for c in ts.columns if c.startswith("gpus_busy[") and c.endswith("]")]
+    models = [c[len("gpus_busy["):-1] for c in ts if c.startswith("gpus_busy[") and c.endswith("]")]
     return {m: _alloc_rate(ts, end_s, f"gpus_busy[{m}]", f"gpus_total[{m}]", window) for m in models
-            if f"gpus_total[{m}]" in ts.columns}  # fmt: skip
+            if f"gpus_total[{m}]" in ts}  # fmt: skip
 
 
 def _alloc_rate(
-    ts: pd.DataFrame, end_s: np.ndarray, busy_column: str, total_column: str, window: tuple[float, float] | None
+    ts: Table, end_s: np.ndarray, busy_column: str, total_column: str, window: tuple[float, float] | None
 ) -> float | None:
-    time_s = ts["time_s"].to_numpy(dtype=float)
+    time_s = numbers(ts["time_s"])
     if time_s.size == 0:
         return None
     edges = np.append(time_s, span_end_s(time_s, end_s))
     widths = np.diff(edges if window is None else np.clip(edges, *window))
-    total = ts[total_column].to_numpy(dtype=float)
-    busy = ts[busy_column].to_numpy(dtype=float)
+    total = numbers(ts[total_column])
+    busy = numbers(ts[busy_column])
     usable = total > 0
     weight = widths[usable].sum()
     if weight <= 0:
@@ -201,40 +203,75 @@ def _alloc_rate(
     return float(np.dot(busy[usable] / total[usable], widths[usable]) / weight)
 
 
-def class_breakdown(frame: pd.DataFrame, evictable: frozenset[str]) -> dict[str, dict[str, Any]]:
-    """Per priority class: counts, JCT and queue statistics, preemptions, eviction rate."""
-    groups = frame.groupby("priority_class", sort=True)
-    sums = groups[["finished", "preemptions", "started"]].sum()
-    means = groups[["jct_s", "queue_s"]].mean()
-    result = _records(jobs=groups.size(), finished=sums["finished"], jct_mean_s=means["jct_s"],
-                      jct_p99_s=groups["jct_s"].quantile(0.99), queue_mean_s=means["queue_s"],
-                      preemptions=sums["preemptions"])  # fmt: skip
-    for name, row in result.items():
-        if name in evictable:
-            runs = row["preemptions"] + int(sums.at[name, "started"])
-            row["eviction_rate"] = row["preemptions"] / runs if runs else None
-    return result
-
-
 def window_classes(
-    jobs: pd.DataFrame, start_s: float, end_s: float, evictable_classes: Iterable[str] = ("spot",)
+    jobs: Table, start_s: float, end_s: float, evictable_classes: Iterable[str] = ("spot",)
 ) -> dict[str, dict[str, Any]]:
-    """:func:`class_breakdown` over the jobs submitted in ``[start_s, end_s]`` only: a
+    """The ``classes`` breakdown over the jobs submitted in ``[start_s, end_s]`` only: a
     steady-state measurement that leaves out a warm-up (jobs submitted while the cluster was
     still filling) and the drain after the last arrival."""
     _require_columns(jobs, JOB_COLUMNS, "jobs table")
-    submit = jobs["submit_s"].to_numpy(dtype=float)
-    inside = jobs[(submit >= start_s) & (submit <= end_s)]
-    breakdown: dict[str, dict[str, Any]] = to_jsonable(class_breakdown(_job_frame(inside), frozenset(evictable_classes)))
+    submit = numbers(jobs["submit_s"])
+    stats = _JobStats(jobs, (submit >= start_s) & (submit <= end_s))
+    breakdown: dict[str, dict[str, Any]] = to_jsonable(stats.classes(frozenset(evictable_classes)))
     return breakdown
 
 
-def tenant_breakdown(frame: pd.DataFrame) -> dict[str, dict[str, Any]]:
-    """Per tenant: jobs, mean JCT (finished jobs), mean queueing delay, GPU-seconds."""
-    groups = frame.groupby("tenant", sort=True)
-    means = groups[["jct_s", "queue_s"]].mean()
-    return _records(jobs=groups.size(), jct_mean_s=means["jct_s"], queue_mean_s=means["queue_s"],
-                    gpu_seconds=groups["gpu_seconds"].sum())  # fmt: skip
+class _JobStats:
+    """The per-job columns the statistics need (of the rows in ``keep``), derived once."""
+
+    def __init__(self, jobs: Table, keep: np.ndarray | None = None) -> None:
+        def rows(values: np.ndarray) -> np.ndarray:
+            return values if keep is None else values[keep]
+
+        self.finished = rows(flags(jobs["finished"]))
+        self.submit_s = rows(numbers(jobs["submit_s"]))
+        self.work_s = rows(numbers(jobs["duration_s"]))
+        self.num_gpus = rows(numbers(jobs["num_gpus"]))
+        self.jct_s = np.where(self.finished, rows(numbers(jobs["end_s"])) - self.submit_s, np.nan)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            self.slowdown = np.where(self.work_s > 0, self.jct_s / self.work_s, np.nan)
+        self.started = np.isfinite(rows(numbers(jobs["first_start_s"])))
+        self.queue_s = rows(numbers(jobs["queue_s"]))
+        self.preemptions = np.nan_to_num(rows(numbers(jobs["preemptions"]))).astype(np.int64)
+        self.gpu_seconds = rows(numbers(jobs["gpu_seconds"]))
+        self.n = int(self.submit_s.size)
+        self._text = {c: jobs[c] for c in ("tenant", "priority_class")}
+        self._keep = keep
+
+    def _labels(self, column: str) -> tuple[np.ndarray, list[str]]:
+        codes, names = labels(self._text[column])
+        return (codes if self._keep is None else codes[self._keep]), names
+
+    def classes(self, evictable: frozenset[str]) -> dict[str, dict[str, Any]]:
+        """Per priority class: counts, JCT and queue statistics, preemptions, eviction rate."""
+        codes, names = self._labels("priority_class")
+        groups = Groups(codes, len(names))
+        result = _records(names, jobs=groups.counts(), finished=groups.total(self.finished),
+                          jct_mean_s=groups.mean(self.jct_s), jct_p99_s=groups.quantile(self.jct_s, 0.99),
+                          queue_mean_s=groups.mean(self.queue_s), preemptions=groups.total(self.preemptions))  # fmt: skip
+        started = groups.total(self.started)
+        present = [g for g, count in enumerate(groups.counts()) if count]
+        result = {names[g]: result[names[g]] for g in present}
+        for g in present:
+            row = result[names[g]]
+            if names[g] in evictable:
+                runs = row["preemptions"] + started[g]
+                row["eviction_rate"] = row["preemptions"] / runs if runs else None
+        return result
+
+    def tenants(self) -> dict[str, dict[str, Any]]:
+        """Per tenant: jobs, mean JCT (finished jobs), mean queueing delay, GPU-seconds."""
+        codes, names = self._labels("tenant")
+        groups = Groups(codes, len(names))
+        result = _records(names, jobs=groups.counts(), jct_mean_s=groups.mean(self.jct_s),
+                          queue_mean_s=groups.mean(self.queue_s), gpu_seconds=groups.sum(self.gpu_seconds))  # fmt: skip
+        return {name: row for name, row, count in zip(names, result.values(), groups.counts()) if count}
+
+    def buckets(self, codes: np.ndarray, names: tuple[str, ...]) -> dict[str, dict[str, Any]]:
+        """Per bucket, every bucket in order (empty ones too); rows of code -1 are left out."""
+        groups = Groups(codes, len(names))
+        return _records(list(names), jobs=groups.counts(), jct_mean_s=groups.mean(self.jct_s),
+                        queue_mean_s=groups.mean(self.queue_s))  # fmt: skip
 
 
 def write_summary(path: Path, summary: Mapping[str, Any]) -> Path:
@@ -270,56 +307,22 @@ def to_jsonable(value: Any) -> Any:
         return value if math.isfinite(value) else None
     if isinstance(value, Path):
         return str(value)
-    if value is pd.NA or value is pd.NaT:
+    if type(value).__name__ in ("NAType", "NaTType"):  # pandas' missing values, without importing pandas
         return None
     return value
 
 
-def _require_columns(frame: pd.DataFrame, columns: tuple[str, ...], what: str) -> None:
-    missing = [name for name in columns if name not in frame.columns]
+def _require_columns(table: Table, columns: tuple[str, ...], what: str) -> None:
+    missing = [name for name in columns if name not in table]
     if missing:
         raise InputError(f"{what} lacks column(s) {', '.join(missing)}", field=missing[0])
 
 
-def _job_frame(jobs: pd.DataFrame) -> pd.DataFrame:
-    """The columns the statistics need, derived once and vectorised."""
-    finished = jobs["finished"].fillna(False).to_numpy(dtype=bool)
-    submit = jobs["submit_s"].to_numpy(dtype=float)
-    work = jobs["duration_s"].to_numpy(dtype=float)
-    jct = np.where(finished, jobs["end_s"].to_numpy(dtype=float) - submit, np.nan)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        slowdown = np.where(work > 0, jct / work, np.nan)
-    return pd.DataFrame(
-        {
-            "tenant": jobs["tenant"].fillna("").astype(str).to_numpy(),
-            "priority_class": jobs["priority_class"].fillna("").astype(str).to_numpy(),
-            "size_bucket": pd.Categorical.from_codes(size_bucket(jobs["num_gpus"].to_numpy()), SIZE_LABELS),
-            "duration_bucket": pd.Categorical.from_codes(duration_bucket(work), DURATION_LABELS),
-            "finished": finished,
-            "started": np.isfinite(jobs["first_start_s"].to_numpy(dtype=float)),
-            "jct_s": jct,
-            "slowdown": slowdown,
-            "queue_s": jobs["queue_s"].to_numpy(dtype=float),
-            "preemptions": jobs["preemptions"].fillna(0).to_numpy(dtype=np.int64),
-            "gpu_seconds": jobs["gpu_seconds"].to_numpy(dtype=float),
-        }
+def _records(names: list[str], **columns: list[Any]) -> dict[str, dict[str, Any]]:
+    """One record per group name from per-group columns, keys in the columns' order."""
+    records: dict[str, dict[str, Any]] = to_jsonable(
+        {name: dict(zip(columns, row)) for name, row in zip(names, zip(*columns.values()))}
     )
-
-
-def _bucket_breakdown(frame: pd.DataFrame, column: str) -> dict[str, dict[str, Any]]:
-    groups = frame.groupby(column, observed=False, sort=True)
-    means = groups[["jct_s", "queue_s"]].mean()
-    return _records(jobs=groups.size(), jct_mean_s=means["jct_s"], queue_mean_s=means["queue_s"])
-
-
-def _records(**columns: pd.Series) -> dict[str, dict[str, Any]]:
-    """One record per group from per-group columns on one group index, keys in the columns' order.
-
-    The columns come from pandas' group kernels, the numbers ``groupby().agg()`` gives, without
-    its overhead (most of the summary's time in a small run)."""
-    labels = next(iter(columns.values())).index.tolist()
-    values = [column.tolist() for column in columns.values()]
-    records: dict[str, dict[str, Any]] = to_jsonable({label: dict(zip(columns, row)) for label, row in zip(labels, zip(*values))})
     return records
 
 
@@ -338,9 +341,9 @@ def _mean(values: np.ndarray) -> float | None:
 
 
 def _fairness(
-    jobs: pd.DataFrame, ts: pd.DataFrame, end_s: np.ndarray, extra: Mapping[str, Any], shares: Mapping[str, float] | None
+    jobs: Table, ts: Table, end_s: np.ndarray, extra: Mapping[str, Any], shares: Mapping[str, float] | None
 ) -> dict[str, Any]:
-    time_s = ts["time_s"].to_numpy(dtype=float)
+    time_s = numbers(ts["time_s"])
     horizon_s = span_end_s(time_s, end_s) if time_s.size else None
-    gpus = extra.get("cluster_gpus") or (float(ts["gpus_total"].max()) if len(ts) else 0.0)
+    gpus = extra.get("cluster_gpus") or (float(numbers(ts["gpus_total"]).max()) if time_s.size else 0.0)
     return fairness_metrics(jobs, gpus, shares=shares, horizon_s=horizon_s)

@@ -13,16 +13,18 @@ import io
 import math
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import pandas as pd
 from rich import box
 from rich.console import Console, ConsoleOptions
 from rich.markup import escape
 from rich.table import Table
 
 from schedlab.metrics.catalogue import BY_KEY, COMPARISON_KEYS, HEADLINE_KEYS, METRICS, SUMMARY_KEYS, Unit
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 BEST_STYLE = "bold green"
 
@@ -102,6 +104,8 @@ def comparison_frame(summaries: Sequence[Mapping[str, Any]]) -> pd.DataFrame:
             key for key, value in summary.items() if key not in columns and not isinstance(value, (Mapping, list))
         ]
     rows = [{key: summary.get(key) for key in columns} for summary in summaries]
+    import pandas as pd
+
     return pd.DataFrame(rows, columns=columns)
 
 
@@ -243,7 +247,7 @@ def _text(value: Any) -> str:
 def _best_mask(values: Sequence[Any], better: str | None) -> list[bool]:
     """True where a ranked metric (``better`` lower or higher) holds its best value; nothing
     when all values tie."""
-    numbers = pd.to_numeric(pd.Series(values, dtype=object), errors="coerce").to_numpy(dtype=float)
+    numbers = np.array([float(v) if _is_number(v) else math.nan for v in values], dtype=float)
     finite = numbers[np.isfinite(numbers)]
     if better is None or np.unique(finite).size < 2:
         return [False] * len(values)
@@ -257,7 +261,7 @@ def _is_number(value: Any) -> bool:
 
 
 def _missing(value: Any) -> bool:
-    return value is None or value is pd.NA or (isinstance(value, (float, np.floating)) and math.isnan(value))
+    return value is None or type(value).__name__ == "NAType" or (isinstance(value, (float, np.floating)) and math.isnan(value))
 
 
 def _scalar(value: Any) -> Any:

@@ -38,12 +38,22 @@ class PolicyOptions:
     simulated workload, on its time axis), a ``seed``, and ``submissions``: the run's jobs as
     known when submitted (:data:`~schedlab.workload.schema.SUBMITTED_COLUMNS`, no outcome), for
     predictors that score in batches (QSSF); ``shares``: tenant weights (``--shares``), for the
-    fair-share policies (equal weights when None)."""
+    fair-share policies (equal weights when None). Without ``submissions``, they are cut from
+    ``workload`` (the run's jobs) when a policy asks for them: :meth:`submitted`."""
 
     history: Workload | None = None
     seed: int = 0
     submissions: pd.DataFrame | None = None
     shares: Mapping[str, float] | None = None
+    workload: Workload | None = None
+
+    def submitted(self) -> pd.DataFrame | None:
+        """``submissions``, else the workload's :data:`~schedlab.workload.schema.SUBMITTED_COLUMNS`."""
+        if self.submissions is not None or self.workload is None:
+            return self.submissions
+        from schedlab.workload.schema import SUBMITTED_COLUMNS
+
+        return self.workload.jobs.loc[:, list(SUBMITTED_COLUMNS)]
 
 
 class PolicyInfo:
@@ -127,10 +137,11 @@ def _qssf(placer: Placer, params: QssfParams, options: PolicyOptions) -> Policy:
     from schedlab.policies.helios.qssf import QSSF  # imported on use: it pulls in the predictors
     from schedlab.predict.settings import DurationSettings
 
-    if options.submissions is None:
-        raise ConfigError("qssf is built with the run's submissions (PolicyOptions.submissions)")
+    submissions = options.submitted()
+    if submissions is None:
+        raise ConfigError("qssf is built with the run's submissions (PolicyOptions.submissions or .workload)")
     settings = {k: v for k, v in as_dict(params).items() if k != "refit_every_s"}
-    return QSSF(placer, submissions=options.submissions, history=options.history,
+    return QSSF(placer, submissions=submissions, history=options.history,
                 settings=DurationSettings(**settings), refit_every_s=params.refit_every_s, seed=options.seed)  # fmt: skip
 
 

@@ -15,11 +15,11 @@ import heapq
 import math
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-import pandas as pd
+import numpy as np
 
+from schedlab import arrow
 from schedlab.cluster.spec import ClusterSpec
 from schedlab.errors import ConfigError
 from schedlab.sim.actions import Actions
@@ -31,6 +31,8 @@ from schedlab.sim.recorders import JobRecorder, SeriesRecorder
 from schedlab.workload.schema import Workload, check_fits
 
 if TYPE_CHECKING:
+    import pandas as pd
+
     from schedlab.sim.policy import Context, Policy
 
 INF = math.inf
@@ -61,13 +63,37 @@ class RunProgress(NamedTuple):
         return self.finished / self.total if self.total else 1.0
 
 
-@dataclass
 class SimResult:
-    """Per-job table, cluster time series and run facts of one simulation."""
+    """Per-job table, cluster time series and run facts of one simulation.
 
-    jobs: pd.DataFrame
-    timeseries: pd.DataFrame
-    meta: dict[str, Any] = field(default_factory=dict)
+    The tables are held as columns (``job_columns``, ``series_columns``: NumPy arrays, text as
+    Arrow arrays); ``jobs`` and ``timeseries`` are the same as pandas DataFrames, built on first use."""
+
+    def __init__(self, job_columns: dict[str, Any], series_columns: dict[str, Any], meta: dict[str, Any]) -> None:
+        self.job_columns = job_columns
+        self.series_columns = series_columns
+        self.meta = meta
+        self._jobs: pd.DataFrame | None = None
+        self._timeseries: pd.DataFrame | None = None
+
+    @property
+    def jobs(self) -> pd.DataFrame:
+        if self._jobs is None:
+            self._jobs = _frame(self.job_columns)
+        return self._jobs
+
+    @property
+    def timeseries(self) -> pd.DataFrame:
+        if self._timeseries is None:
+            self._timeseries = _frame(self.series_columns)
+        return self._timeseries
+
+
+def _frame(columns: dict[str, Any]) -> pd.DataFrame:
+    """Columns as a DataFrame (Arrow text as pandas ``str``)."""
+    import pandas as pd
+
+    return pd.DataFrame({k: v if isinstance(v, np.ndarray) else pd.array(v, dtype="str") for k, v in columns.items()})
 
 
 class Simulation(Actions):
@@ -91,15 +117,17 @@ class Simulation(Actions):
         super().__init__(cluster, policy, config or SimConfig(), seed, perf)
         self._ctx = self._context(strict)
         self._workload = workload
-        self.origin = workload.origin
         self._check_workload(workload, self.cluster)
-        jobs = workload.jobs
-        self._n = len(jobs)
-        self._submit: list[float] = jobs["submit_s"].tolist()
+        self._n = len(workload)
+        self._submit: list[float] = workload.column("submit_s").tolist()
         self._block: list[Job] = []  # the jobs of the block of rows from _row0 on
         self._row0 = 0
         self._out = JobRecorder(self._n)
         self._ts = SeriesRecorder(self.state.type_names)
+
+    @property
+    def origin(self) -> pd.Timestamp | None:
+        return self._workload.origin
 
     def _context(self, strict: bool) -> Context:
         if strict:
@@ -111,33 +139,43 @@ class Simulation(Actions):
     # ----- setup -------------------------------------------------------------------------------
     @staticmethod
     def _check_workload(workload: Workload, cluster: ClusterSpec) -> None:
-        jobs = workload.jobs
         source = workload.source
         check_fits(workload, max_gpus=cluster.total_gpus, gpu_types=set(cluster.gpu_types))
-        missing = cluster.unpartitioned(jobs["tenant"].unique())
+        tenant = workload.column("tenant").dictionary_encode()
+        tenants: list[str] = tenant.dictionary.to_pylist()  # in order of first appearance
+        missing = cluster.unpartitioned(tenants)
+        t_code = arrow.to_numpy(tenant.indices).astype(np.int64)
+        gpus = workload.column("num_gpus")
         if missing:
-            lacking = jobs["tenant"].isin(missing).to_numpy()
-            row = jobs["source_row"].iat[workload.first(lacking)]
+            lacking = np.isin(t_code, [tenants.index(t) for t in missing])
+            row = workload.column("source_row")[workload.first(lacking)]
             field = workload.fields.get("tenant", "tenant")
             message = cluster.unpartitioned_message(missing, jobs=int(lacking.sum()), field=field)
             raise ConfigError(f"{source}: row {row}: {message}")
-        need = jobs.groupby(["tenant", "gpu_type"], sort=False)["num_gpus"].max()
-        for (tenant, gtype), gpus in need.items():
-            cap = cluster.max_job_gpus(tenant, gtype)
-            if gpus > cap:
-                mask = (jobs["tenant"] == tenant) & (jobs["gpu_type"] == gtype) & (jobs["num_gpus"] > cap)
-                i = workload.first(mask.to_numpy())
-                where = f"partition '{tenant}'" if cluster.partitioned else "pool"
-                kind = f" of type {gtype}" if gtype else ""
+        gtype = workload.column("gpu_type").dictionary_encode()
+        gtypes: list[str] = gtype.dictionary.to_pylist()
+        pair = t_code * len(gtypes) + arrow.to_numpy(gtype.indices)
+        keys, first, inverse = np.unique(pair, return_index=True, return_inverse=True)
+        need = np.full(keys.size, -np.inf)
+        np.maximum.at(need, inverse, gpus)
+        for k in np.argsort(first, kind="stable").tolist():  # (tenant, GPU type) pairs in order of first appearance
+            tenant_name, type_name = tenants[keys[k] // len(gtypes)], gtypes[keys[k] % len(gtypes)]
+            cap = cluster.max_job_gpus(tenant_name, type_name)
+            if need[k] > cap:
+                i = workload.first((inverse == k) & (gpus > cap))
+                assert i is not None
+                where = f"partition '{tenant_name}'" if cluster.partitioned else "pool"
+                kind = f" of type {type_name}" if type_name else ""
                 raise ConfigError(
-                    f"{source}: row {jobs['source_row'].iat[i]}: job '{jobs['job_id'].iat[i]}' of tenant '{tenant}' "
-                    f"needs {jobs['num_gpus'].iat[i]:g} GPUs{kind} but the {where} of cluster '{cluster.name}' has {cap}"
+                    f"{source}: row {workload.column('source_row')[i]}: job '{workload.column('job_id')[i].as_py()}' "
+                    f"of tenant '{tenant_name}' needs {gpus[i]:g} GPUs{kind} but the {where} of cluster "
+                    f"'{cluster.name}' has {cap}"
                 )
-        gpw = jobs["gpus_per_worker"].to_numpy()
-        i = workload.first((gpw < 1) & (jobs["num_gpus"].to_numpy() > gpw))
+        gpw = workload.column("gpus_per_worker")
+        i = workload.first((gpw < 1) & (gpus > gpw))
         if i is not None:
             raise ConfigError(
-                f"{source}: row {jobs['source_row'].iat[i]}: gang jobs with fractional GPUs per worker are not supported"
+                f"{source}: row {workload.column('source_row')[i]}: gang jobs with fractional GPUs per worker are not supported"
             )
 
     def _make_job(self, i: int) -> Job:
@@ -145,11 +183,11 @@ class Simulation(Actions):
         block at a time (not all at once: a million of them take half a GB)."""
         k = i - self._row0
         if k == len(self._block):
-            block = self._workload.jobs.iloc[i : i + ROW_BLOCK]
-            cols = [block[c].tolist() for c in JOB_ARGS]
+            stop = min(i + ROW_BLOCK, self._n)
+            cols = [self._workload.rows(c, i, stop) for c in JOB_ARGS]
             ckpt, default = cols[CKPT_ARG], self.config.checkpoint_interval_s
             cols[CKPT_ARG] = [default if x != x else x for x in ckpt]
-            self._block = list(map(Job, range(i, i + len(block)), *cols))
+            self._block = list(map(Job, range(i, stop), *cols))
             self._row0, k = i, 0
         return self._block[k]
 
@@ -252,7 +290,7 @@ class Simulation(Actions):
                 job.queue_s += now - job.queued_since
             self._mark_shared(job, False)
             self._out.store(job)
-        jobs = self._out.frame(self._workload.jobs)
+        jobs = self._out.columns(self._workload)
         meta = {
             "policy": self.policy_name,
             "cluster": self.cluster.name,
@@ -265,4 +303,4 @@ class Simulation(Actions):
             "engine_wall_s": wall_s,
             "actions": self.actions,
         }
-        return SimResult(jobs, self._ts.frame(), meta)
+        return SimResult(jobs, self._ts.columns(), meta)

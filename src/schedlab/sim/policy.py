@@ -209,8 +209,9 @@ class Policy:
     def schedule(self, ctx: Context) -> None:
         """Decide: start, preempt, migrate... through ``ctx``."""
 
-    def report(self, jobs: pd.DataFrame) -> dict[str, Any]:
-        """Extra entries for the run's summary (e.g. a predictor's accuracy), given its jobs table."""
+    def report(self, jobs: Mapping[str, Any]) -> dict[str, Any]:
+        """Extra entries for the run's summary (e.g. a predictor's accuracy), given its jobs table
+        (column name to values: ``np.asarray(jobs[name])`` reads one)."""
         return {}
 
     def artifacts(self, out_dir: Any) -> Iterator[Any]:
@@ -262,7 +263,7 @@ class WrappedPolicy(Policy):
     def schedule(self, ctx: Context) -> None:
         self.inner.schedule(ctx)
 
-    def report(self, jobs: pd.DataFrame) -> dict[str, Any]:
+    def report(self, jobs: Mapping[str, Any]) -> dict[str, Any]:
         return self.inner.report(jobs)
 
     def artifacts(self, out_dir: Any) -> Iterator[Any]:

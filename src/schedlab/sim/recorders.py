@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 from array import array
+from typing import Any
 
 import numpy as np
-import pandas as pd
 
 from schedlab.sim.job import FINISHED, Job
+from schedlab.workload.schema import Workload
+
+# The workload's columns a run's jobs table repeats (before its results; final_state after them).
+SPEC_COLUMNS = ("job_id", "user", "tenant", "priority_class", "num_gpus", "gpu_type", "submit_s", "duration_s")
 
 
 class JobRecorder:
@@ -47,23 +51,26 @@ class JobRecorder:
         self.migrations[i] = job.migrations
         self.finished[i] = job.state == FINISHED
 
-    def frame(self, spec: pd.DataFrame) -> pd.DataFrame:
-        out = spec[["job_id", "user", "tenant", "priority_class", "num_gpus", "gpu_type", "submit_s", "duration_s"]].copy()
-        out["first_start_s"] = self.first_start
-        out["end_s"] = self.end
-        out["finished"] = self.finished
-        out["queue_s"] = self.queue_s
-        out["run_s"] = self.run_s
-        out["preemptions"] = self.preemptions
-        out["migrations"] = self.migrations
-        out["lost_work_s"] = self.lost_work
-        out["work_done_s"] = self.work_done
-        out["gpu_seconds"] = self.gpu_seconds
-        out["colocated_s"] = self.shared_s
-        out["pause_s"] = self.pause_s
-        out["restore_s"] = self.restore_s
-        out["migration_s"] = self.migration_s
-        out["final_state"] = spec["final_state"].to_numpy()
+    def columns(self, spec: Workload) -> dict[str, Any]:
+        """The jobs table: the workload's :data:`SPEC_COLUMNS`, the results, then ``final_state``."""
+        out: dict[str, Any] = {c: spec.column(c) for c in SPEC_COLUMNS}
+        out.update({
+            "first_start_s": self.first_start,
+            "end_s": self.end,
+            "finished": self.finished,
+            "queue_s": self.queue_s,
+            "run_s": self.run_s,
+            "preemptions": self.preemptions,
+            "migrations": self.migrations,
+            "lost_work_s": self.lost_work,
+            "work_done_s": self.work_done,
+            "gpu_seconds": self.gpu_seconds,
+            "colocated_s": self.shared_s,
+            "pause_s": self.pause_s,
+            "restore_s": self.restore_s,
+            "migration_s": self.migration_s,
+            "final_state": spec.column("final_state"),
+        })  # fmt: skip
         return out
 
 
@@ -108,19 +115,18 @@ class SeriesRecorder:
             for column, gpus in zip(self.type_total, type_total):
                 column.append(gpus)
 
-    def frame(self) -> pd.DataFrame:
+    def columns(self) -> dict[str, Any]:
+        """The series as NumPy columns (no copy of the recorded values)."""
         busy, total = (self.type_busy, self.type_total) if self._multi else ([self.busy], [self.total])
-        return pd.DataFrame(
-            {
-                "time_s": np.frombuffer(self.time, dtype=np.float64),
-                "gpus_total": np.frombuffer(self.total, dtype=np.float64),
-                "gpus_busy": np.frombuffer(self.busy, dtype=np.float64),
-                "running_jobs": np.frombuffer(self.running, dtype=np.int64),
-                "pending_jobs": np.frombuffer(self.pending, dtype=np.int64),
-                "nodes_on": np.frombuffer(self.nodes_on, dtype=np.int64),
-                **{f"gpus_busy[{name}]": np.frombuffer(col, dtype=np.float64)
-                   for name, col in zip(self.types, busy)},
-                **{f"gpus_total[{name}]": np.frombuffer(col, dtype=np.float64)
-                   for name, col in zip(self.types, total)},
-            }
-        )  # fmt: skip
+        return {
+            "time_s": np.frombuffer(self.time, dtype=np.float64),
+            "gpus_total": np.frombuffer(self.total, dtype=np.float64),
+            "gpus_busy": np.frombuffer(self.busy, dtype=np.float64),
+            "running_jobs": np.frombuffer(self.running, dtype=np.int64),
+            "pending_jobs": np.frombuffer(self.pending, dtype=np.int64),
+            "nodes_on": np.frombuffer(self.nodes_on, dtype=np.int64),
+            **{f"gpus_busy[{name}]": np.frombuffer(col, dtype=np.float64)
+               for name, col in zip(self.types, busy)},
+            **{f"gpus_total[{name}]": np.frombuffer(col, dtype=np.float64)
+               for name, col in zip(self.types, total)},
+        }  # fmt: skip

@@ -97,7 +97,7 @@ def simulate_served(record: pd.DataFrame, conf: SlurmConf, *, policy: str, inter
     policy_obj = served_policy(conf.settings, cluster, policy=policy, interval_s=interval_s, first_s=first_s,
                                epoch_s=epoch_s, ranking_params=params, history=history, seed=seed)  # fmt: skip
     result = Simulation(replay_workload(record, conf, durations), cluster, policy_obj, seed=seed).run()
-    return result.jobs, policy_obj.report(result.jobs)
+    return result.jobs, policy_obj.report(result.job_columns)
 
 
 def compare(record: pd.DataFrame, sim_jobs: pd.DataFrame, *, interval_s: float) -> dict[str, Any]:

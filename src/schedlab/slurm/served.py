@@ -16,9 +16,9 @@ land that much after the cycle began; here they land at the cycle's start.
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from typing import Any
 
-import pandas as pd
 
 from schedlab.cluster.spec import ClusterSpec
 from schedlab.errors import ConfigError
@@ -100,7 +100,7 @@ class ServedSlurm(WrappedPolicy):
                         start=0, end=0, time_limit_min=int(round(limit / 60.0)) if math.isfinite(limit) else None,
                         nodes=nodes, gpus=int(math.ceil(job.num_gpus)), priority=0, reason="", node_list="")  # fmt: skip
 
-    def report(self, jobs: pd.DataFrame) -> dict[str, Any]:
+    def report(self, jobs: Mapping[str, Any]) -> dict[str, Any]:
         out: dict[str, Any] = dict(self.inner.report(jobs) or {})
         out.update({"service_cycles": self.cycles, "service_site_factor_writes": self.writes})
         return out

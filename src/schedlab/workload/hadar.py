@@ -39,12 +39,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
-import pandas as pd
 
 from schedlab.errors import ConfigError, InputError
 from schedlab.workload.schema import Workload, canonical_frame
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 DEFAULT_DISTRIBUTION = "../shared/data/gavel/philly_job_distribution.csv"
 DEFAULT_TRACE = "../shared/data/pollux/simulator/traces/philly.csv"
@@ -85,6 +88,8 @@ def read_distribution(path: str | Path) -> pd.DataFrame:
 
 def read_trace(path: str | Path) -> pd.DataFrame:
     """The (timestamp, duration, num_gpus) rows of Pollux's Philly excerpt, checked."""
+    import pandas as pd
+
     frame = _read_checked(path, "Pollux's Philly trace excerpt", "pass trace_csv=PATH, or use profile 'hadar-uniform'",
                           ("timestamp", "duration", "num_gpus"), positive=("duration", "num_gpus"))  # fmt: skip
     stamp = pd.to_datetime(frame["timestamp"], errors="coerce")
@@ -98,6 +103,8 @@ def _read_checked(path: str | Path, what: str, hint: str, columns: tuple[str, ..
                   positive: tuple[str, ...]) -> pd.DataFrame:  # fmt: skip
     """The CSV at ``path`` with ``columns`` present and ``positive`` columns > 0, or an error
     naming the file, row and field."""
+    import pandas as pd
+
     path = Path(path)
     if not path.is_file():
         raise ConfigError(f"profile 'hadar' draws jobs from {what}, not found at '{path}' "
@@ -128,6 +135,8 @@ def generate_hadar(n_jobs: int, *, seed: int, profile: HadarProfile = HadarProfi
     if profile.reading not in READINGS:
         raise ConfigError(f"profile {profile.name!r}: reading must be one of {', '.join(READINGS)}, "
                           f"got {profile.reading!r}")  # fmt: skip
+    import pandas as pd
+
     rng = np.random.default_rng(seed)
     if profile.reading == "trace":
         category, out_gpus, out_duration, which, source_file = _from_trace(n_jobs, rng, profile)

@@ -1,7 +1,10 @@
 """The canonical job schema every loader and generator produces, and its validation.
 
-A workload is one pandas DataFrame with the columns of :data:`COLUMNS`, one row per job,
-sorted by submit time (ties keep the trace's order), plus a little metadata.
+A workload is one job table with the columns of :data:`COLUMNS`, one row per job, sorted by
+submit time (ties keep the trace's order), plus a little metadata. The table is held either as
+a pandas DataFrame (what the trace loaders build) or as columns (numbers in NumPy arrays, text
+in Arrow arrays: what the synthetic generator builds); each form is derived from the other on
+first use, so a run that never asks for the DataFrame never imports pandas.
 
 | column | dtype | meaning |
 |---|---|---|
@@ -29,14 +32,20 @@ sorted by submit time (ties keep the trace's order), plus a little metadata.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Any
+import copy
+from collections.abc import Mapping
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import pandas as pd
 import pyarrow as pa
+import pyarrow.compute as pc
 
+from schedlab import arrow
 from schedlab.errors import InputError
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 STR_COLUMNS = ("job_id", "user", "tenant", "name", "gpu_type", "priority_class", "model", "final_state")
 FLOAT_COLUMNS = (
@@ -98,47 +107,113 @@ DEFAULTS: dict[str, object] = {
 FINAL_STATES = ("completed", "cancelled", "failed", "unknown")
 
 
-@dataclass
+# A job table as columns: numbers as NumPy arrays, text (the STR_COLUMNS) as Arrow string arrays.
+JobColumns = Mapping[str, Any]
+
+
 class Workload:
     """A validated job table and where it came from.
 
-    ``origin`` is the wall-clock time of ``submit_s == 0`` when the trace has real dates
-    (used for calendar features); ``skipped`` counts rows a loader deliberately left out,
-    by reason; ``fields`` maps a canonical column to the source field it was read from.
+    Give the table as ``jobs`` (a canonical DataFrame) or as ``columns`` (every column of
+    :data:`COLUMNS`, validated: :func:`canonical_columns`). ``origin`` is the wall-clock time of
+    ``submit_s == 0`` when the trace has real dates (used for calendar features; read back as a
+    pandas Timestamp); ``skipped`` counts rows a loader deliberately left out, by reason;
+    ``fields`` maps a canonical column to the source field it was read from.
     """
 
-    jobs: pd.DataFrame
-    source: str
-    origin: pd.Timestamp | None = None
-    skipped: dict[str, int] = field(default_factory=dict)
-    meta: dict[str, Any] = field(default_factory=dict)
-    fields: dict[str, str] = field(default_factory=dict)
+    def __init__(
+        self,
+        jobs: pd.DataFrame | None = None,
+        source: str = "",
+        origin: datetime | None = None,
+        skipped: dict[str, int] | None = None,
+        meta: dict[str, Any] | None = None,
+        fields: dict[str, str] | None = None,
+        *,
+        columns: JobColumns | None = None,
+    ) -> None:
+        if (jobs is None) == (columns is None):
+            raise TypeError("a Workload needs its job table as either jobs (a DataFrame) or columns")
+        self._frame = jobs
+        self._columns: dict[str, Any] = dict(columns or {})
+        self._n = len(jobs) if jobs is not None else len(self._columns["source_row"])
+        self.source = source
+        self._origin = origin
+        self.skipped = dict(skipped or {})
+        self.meta = dict(meta or {})
+        self.fields = dict(fields or {})
+
+    @property
+    def jobs(self) -> pd.DataFrame:
+        """The job table as a DataFrame (built from the columns on first use)."""
+        if self._frame is None:
+            import pandas as pd
+
+            self._frame = pd.DataFrame(
+                {c: pd.array(self._columns[c], dtype="str") if c in STR_COLUMNS else self._columns[c] for c in COLUMNS}
+            )
+        return self._frame
+
+    @property
+    def origin(self) -> pd.Timestamp | None:
+        if self._origin is None:
+            return None
+        import pandas as pd
+
+        if not isinstance(self._origin, pd.Timestamp):
+            self._origin = pd.Timestamp(self._origin)
+        return self._origin
+
+    @origin.setter
+    def origin(self, value: datetime | None) -> None:
+        self._origin = value
+
+    def column(self, name: str) -> Any:
+        """One column: a NumPy array for numbers, an Arrow string array for text (no copy once built)."""
+        if name not in self._columns:
+            values = self.jobs[name]
+            self._columns[name] = arrow_text(values) if name in STR_COLUMNS else values.to_numpy()
+        return self._columns[name]
+
+    def rows(self, name: str, start: int, stop: int) -> list[Any]:
+        """The values of rows ``start:stop`` of one column, as Python objects."""
+        values = self.column(name)
+        if name in STR_COLUMNS:
+            out: list[Any] = values.slice(start, stop - start).to_pylist()
+            return out
+        return list(values[start:stop].tolist())
 
     def __len__(self) -> int:
-        return len(self.jobs)
+        return self._n
 
     def first(self, mask: np.ndarray) -> int | None:
         """The table row, among those where ``mask`` holds, that comes first in the source file."""
         hits = np.flatnonzero(mask)
         if not hits.size:
             return None
-        return int(hits[np.argmin(self.jobs["source_row"].to_numpy()[hits])])
+        return int(hits[np.argmin(self.column("source_row")[hits])])
 
     def error(self, i: int, column: str, message: str) -> InputError:
         """An :class:`InputError` about the job in table row ``i``, naming its source row and field."""
-        row = int(self.jobs["source_row"].iat[i])
+        row = int(self.column("source_row")[i])
         return InputError(message, file=self.source, row=row, field=self.fields.get(column, column))
 
-    def with_jobs(self, jobs: pd.DataFrame, **meta: object) -> "Workload":
+    def with_jobs(self, jobs: pd.DataFrame, **meta: object) -> Workload:
         """A copy with another job table (already canonical), keeping origin and counts."""
         return Workload(
             jobs=jobs.reset_index(drop=True),
             source=self.source,
-            origin=self.origin,
-            skipped=dict(self.skipped),
+            origin=self._origin,
+            skipped=self.skipped,
             meta={**self.meta, **meta},
-            fields=dict(self.fields),
+            fields=self.fields,
         )
+
+    def renamed(self, source: str) -> Workload:
+        """The same jobs under another source name (errors name it)."""
+        out = copy.copy(self)
+        out.source = source
+        return out
 
 
 def canonical_frame(df: pd.DataFrame, *, source: str) -> pd.DataFrame:
@@ -147,6 +222,8 @@ def canonical_frame(df: pd.DataFrame, *, source: str) -> pd.DataFrame:
     A missing ``source_row`` column numbers the rows of ``df`` from 1. Raises
     :class:`InputError` naming ``source``, the source row and the field.
     """
+    import pandas as pd
+
     rows = _source_rows(df)
     for col in REQUIRED:
         if col not in df.columns:
@@ -167,28 +244,47 @@ def canonical_frame(df: pd.DataFrame, *, source: str) -> pd.DataFrame:
     return jobs
 
 
-def validate(jobs: pd.DataFrame, *, source: str) -> None:
-    """Check a canonical job table; raise :class:`InputError` at the first bad row."""
-    rows = jobs["source_row"].to_numpy()
+def canonical_columns(columns: JobColumns, *, source: str) -> dict[str, Any]:
+    """Check a complete set of canonical columns (every column of :data:`COLUMNS`, text as Arrow
+    ``large_string`` arrays, rows in submit order) and return them as a plain dict."""
+    missing = [c for c in COLUMNS if c not in columns]
+    if missing:
+        raise InputError("required column is missing", file=source, field=missing[0])
+    validate(columns, source=source)
+    submit = columns["submit_s"]
+    if not np.all(submit[1:] >= submit[:-1]):
+        raise ValueError(f"{source}: the columns of a workload must be in submit order")
+    return {c: columns[c] for c in COLUMNS}
+
+
+def validate(jobs: JobColumns | pd.DataFrame, *, source: str) -> None:
+    """Check a canonical job table (a DataFrame or columns); raise :class:`InputError` at the first bad row."""
+    rows = np.asarray(jobs["source_row"])
+
+    def number(col: str) -> np.ndarray:
+        return np.asarray(jobs[col], dtype=np.float64)
 
     def fail(mask: np.ndarray, fld: str, message: str) -> None:
         bad = np.flatnonzero(mask)
         if bad.size:
             i = int(bad[0])
-            value = jobs[fld].iloc[i]
+            value = text(fld)[i].as_py() if fld in STR_COLUMNS else number(fld)[i]
             unit = " s" if fld.endswith("_s") and np.isfinite(value) else ""  # times are seconds once loaded
             raise InputError(f"{message} (got {shown(value)}{unit})", file=source, row=int(rows[i]), field=fld)
 
-    submit = jobs["submit_s"].to_numpy()
+    def text(col: str) -> Any:
+        return arrow_text(jobs[col])
+
+    submit = number("submit_s")
     fail(~np.isfinite(submit), "submit_s", "submit time must be a finite number")
-    dur = jobs["duration_s"].to_numpy()
+    dur = number("duration_s")
     fail(~np.isfinite(dur), "duration_s", "duration must be a finite number")
     fail(dur <= 0, "duration_s", "duration must be positive")
-    gpus = jobs["num_gpus"].to_numpy()
+    gpus = number("num_gpus")
     fail(~np.isfinite(gpus), "num_gpus", "GPU count must be a finite number")
     fail(gpus <= 0, "num_gpus", "GPU count must be positive (skip 0-GPU rows with --skip cpu)")
     fail((gpus > 1) & (gpus != np.floor(gpus)), "num_gpus", "a job above one GPU needs a whole number of GPUs")
-    gpw = jobs["gpus_per_worker"].to_numpy()
+    gpw = number("gpus_per_worker")
     has_gpw = ~np.isnan(gpw)
     fail(has_gpw & (gpw <= 0), "gpus_per_worker", "GPUs per worker must be positive")
     with np.errstate(invalid="ignore", divide="ignore"):
@@ -198,22 +294,40 @@ def validate(jobs: pd.DataFrame, *, source: str) -> None:
         "gpus_per_worker",
         "num_gpus must be a whole multiple of gpus_per_worker",
     )
-    ids = jobs["job_id"]
-    if len(ids.unique()) < len(ids):  # about twice as fast as duplicated() on millions of ids
-        fail(ids.duplicated().to_numpy(), "job_id", "job ids must be unique")
-    fail((ids == "").to_numpy(), "job_id", "job id must not be empty")
-    states = jobs["final_state"]
-    fail(~states.isin(FINAL_STATES).to_numpy(), "final_state", f"final state must be one of {FINAL_STATES}")
+    ids = text("job_id")
+    if pc.count_distinct(ids, mode="all").as_py() < len(ids):
+        fail(duplicated(ids), "job_id", "job ids must be unique")
+    fail(arrow.to_numpy(pc.binary_length(ids)) == 0, "job_id", "job id must not be empty")
+    known = pc.is_in(text("final_state"), value_set=arrow.text(FINAL_STATES))
+    fail(~arrow.to_numpy(known), "final_state", f"final state must be one of {FINAL_STATES}")
     for col in ("checkpoint_interval_s", "deadline_s", "num_cpus", "batch_size", "queue_s", "gpu_mem_gib"):
-        v = jobs[col].to_numpy()
+        v = number(col)
         fail(np.isinf(v) | (v < 0), col, "must be a non-negative number or empty")
-    limit = jobs["time_limit_s"].to_numpy()
+    limit = number("time_limit_s")
     fail(limit <= 0, "time_limit_s", "time limit must be positive, infinite or empty")
+
+
+def arrow_text(values: Any) -> Any:
+    """A text column (an Arrow array or chunked array, or a pandas ``str`` Series) as one Arrow array."""
+    if not isinstance(values, (pa.Array, pa.ChunkedArray)):
+        values = pa.array(values)
+    return values.combine_chunks() if isinstance(values, pa.ChunkedArray) else values
+
+
+def duplicated(values: Any) -> np.ndarray:
+    """For each row of an Arrow array, whether an earlier row holds the same value."""
+    codes = arrow.to_numpy(pc.dictionary_encode(values).indices)
+    first = np.zeros(codes.size, dtype=bool)
+    first[np.unique(codes, return_index=True)[1]] = True
+    out: np.ndarray = ~first
+    return out
 
 
 def _to_float(values: np.ndarray, col: str, source: str, rows: np.ndarray) -> np.ndarray:
     if values.dtype.kind in "fiub":
         return values.astype(np.float64, copy=False)
+    import pandas as pd
+
     parsed: np.ndarray = pd.to_numeric(pd.Series(values), errors="coerce").to_numpy(dtype=np.float64)
     missing = np.flatnonzero(np.isnan(parsed))
     if missing.size:
@@ -254,19 +368,20 @@ def _filled(col: str, n: int) -> object:
     """A column of ``n`` default values (built in Arrow for text: no Python string per row)."""
     if col in FLOAT_COLUMNS:
         return np.full(n, DEFAULTS[col], dtype=np.float64)
+    import pandas as pd
+
     return pd.array(pa.repeat(pa.scalar(DEFAULTS[col], pa.large_string()), n), dtype="str")
 
 
 def check_fits(workload: Workload, *, max_gpus: float, gpu_types: set[str]) -> None:
     """Raise if a job can never run on a cluster: more GPUs than it has, or an unknown GPU type."""
-    jobs = workload.jobs
-    gpus = jobs["num_gpus"].to_numpy()
+    gpus = workload.column("num_gpus")
     i = workload.first(gpus > max_gpus)
     if i is not None:
-        asks = f"job '{jobs['job_id'].iat[i]}' asks for {gpus[i]:g} GPUs"
+        asks = f"job '{workload.column('job_id')[i].as_py()}' asks for {gpus[i]:g} GPUs"
         raise workload.error(i, "num_gpus", f"{asks} but the cluster can give at most {max_gpus:g}")
-    types = jobs["gpu_type"]
-    i = workload.first(((types != "") & ~types.isin(gpu_types)).to_numpy())
+    types = workload.column("gpu_type")
+    known = arrow.text(sorted(gpu_types | {""}))
+    i = workload.first(~arrow.to_numpy(pc.is_in(types, value_set=known)))
     if i is not None:
-        known = sorted(gpu_types)
-        raise workload.error(i, "gpu_type", f"unknown GPU type {shown(types.iat[i])}; the cluster has {known}")
+        raise workload.error(i, "gpu_type", f"unknown GPU type {shown(types[i].as_py())}; the cluster has {sorted(gpu_types)}")

@@ -26,18 +26,19 @@ import dataclasses
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from datetime import datetime, timedelta
 from types import MappingProxyType
 from typing import Any, TypeVar
 
 import numpy as np
-import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from schedlab import arrow
 from schedlab.errors import ConfigError
 from schedlab.units import DAY_S, HOUR_S
 from schedlab.workload.hadar import HadarProfile, generate_hadar
-from schedlab.workload.schema import COLUMNS, Workload, validate
+from schedlab.workload.schema import COLUMNS, Workload, canonical_columns
 
 WEEK_H = 168
 
@@ -184,7 +185,7 @@ class Profile:
         """How much each class's GPU time counts towards the target load."""
         return (1.0,) * len(self.classes)
 
-    def tenant_patterns(self, rng: np.random.Generator, origin: pd.Timestamp) -> np.ndarray:
+    def tenant_patterns(self, rng: np.random.Generator, origin: datetime) -> np.ndarray:
         """Arrival intensity of every tenant over the 168 hours of a week from ``origin`` (rows of mean 1)."""
         return _tenant_patterns(rng, self, origin)
 
@@ -648,12 +649,12 @@ class GfsA100Profile(GfsProfile):
         if not 0 <= start < end <= 24:
             raise ConfigError(f"profile {self.name!r}: peak_hours must be (start, end) with 0 <= start < end <= 24")
 
-    def tenant_patterns(self, rng: np.random.Generator, origin: pd.Timestamp) -> np.ndarray:
+    def tenant_patterns(self, rng: np.random.Generator, origin: datetime) -> np.ndarray:
         """Each organisation's two-level day (``org_peak_ratio`` inside ``peak_hours``) times its
         weekend factor on Saturday and Sunday; deterministic (``rng`` is not used)."""
-        if origin != origin.floor("h"):
+        if origin != _whole_hour(origin):
             raise ConfigError(f"profile {self.name!r}: origin must fall on a whole hour (got {self.origin})")
-        hours = np.arange(WEEK_H) + origin.day_of_week * 24 + origin.hour  # hours since a Monday 00:00
+        hours = np.arange(WEEK_H) + origin.weekday() * 24 + origin.hour  # hours since a Monday 00:00
         start, end = self.peak_hours
         peak = ((hours % 24) >= start) & ((hours % 24) < end)
         weekend = (hours % WEEK_H) >= 120
@@ -692,7 +693,7 @@ def generate(
     load: float | None = None,
     **overrides: object,
 ) -> Workload:
-    """Generate ``n_jobs`` jobs of a named profile; the same arguments give the same frame.
+    """Generate ``n_jobs`` jobs of a named profile; the same arguments give the same jobs.
 
     ``cluster_gpus`` and ``load`` set the target offered load; ``overrides`` replace any other
     profile field (e.g. ``spot_scale=2`` for ``gfs``). For ``gfs`` and ``gfs-a100`` ``n_jobs``
@@ -715,7 +716,7 @@ def generate(
                           "a target load does not apply (scale the arrivals instead)")  # fmt: skip
     rng = np.random.default_rng(seed)
     shared_rng, *class_rngs = rng.spawn(1 + len(params.classes))
-    origin = pd.Timestamp(params.origin)
+    origin = _parse_origin(params)
     patterns = params.tenant_patterns(shared_rng, origin)
     n_keys = _n_template_keys(params)
     templates = (
@@ -740,17 +741,17 @@ def generate(
     class_names = [c.name for c in params.classes]
     resident_s = params.resident_days * DAY_S if isinstance(params, GfsA100Profile) else 0.0
     if resident_s > 0:
-        origin -= pd.Timedelta(seconds=resident_s)
+        origin -= timedelta(seconds=resident_s)
         residents = _residents(rng.spawn(1)[0], params, origin, resident_s, counts[0] / span_s, templates)
         jobs["submit_s"] = jobs["submit_s"] + resident_s
         jobs = {key: np.concatenate([residents[key], jobs[key]]) for key in jobs}
         class_names.append(RESIDENT)
-    frame = _frame(params, jobs, class_names)
+    columns = _columns(params, jobs, class_names)
     meta: dict[str, Any] = {
         "generator": "schedlab.workload.synthetic",
         "profile": params.name,
         "seed": seed,
-        "n_jobs": len(frame),
+        "n_jobs": len(columns["source_row"]),
         "class_counts": dict(zip(class_names, np.bincount(jobs["class"], minlength=len(class_names)).tolist())),
         "cluster_gpus": params.cluster_gpus,
         "load": params.load,
@@ -760,7 +761,7 @@ def generate(
     }
     if resident_s > 0:
         meta["window_start_s"] = resident_s  # offered_load and span_s are the window's
-    return Workload(jobs=frame, source=f"synthetic:{params.name}", origin=origin, meta=meta)
+    return Workload(columns=columns, source=f"synthetic:{params.name}", origin=origin, meta=meta)
 
 
 def _resolve(base: Profile, cluster_gpus: int | None, load: float | None, overrides: dict[str, object]) -> Profile:
@@ -915,12 +916,12 @@ def _template_key(p: Profile, user: np.ndarray, template: np.ndarray, num_gpus: 
     return key
 
 
-def _tenant_patterns(rng: np.random.Generator, p: Profile, origin: pd.Timestamp) -> np.ndarray:
+def _tenant_patterns(rng: np.random.Generator, p: Profile, origin: datetime) -> np.ndarray:
     """Arrival intensity of every tenant over the 168 hours of a week starting at ``origin``.
 
     Rows are normalised to mean 1 (a tenant's job count is set by its share, its timing by the row).
     """
-    if origin != origin.floor("h"):
+    if origin != _whole_hour(origin):
         raise ConfigError(f"profile {p.name!r}: origin must fall on a whole hour (got {p.origin})")
     n_t = len(p.tenants)
     shape = np.asarray(p.hourly, dtype=float) / np.mean(p.hourly)
@@ -928,7 +929,7 @@ def _tenant_patterns(rng: np.random.Generator, p: Profile, origin: pd.Timestamp)
     amplitude = rng.uniform(*p.tenant_amplitude, n_t)
     lo, hi = p.tenant_weekend if p.tenant_weekend is not None else (p.weekend_factor, p.weekend_factor)
     weekend = rng.uniform(lo, hi, n_t)
-    hours = np.arange(WEEK_H) + origin.day_of_week * 24 + origin.hour  # hours since a Monday 00:00
+    hours = np.arange(WEEK_H) + origin.weekday() * 24 + origin.hour  # hours since a Monday 00:00
     daily = shape[(hours[None, :] - phase[:, None]) % 24]
     rate = (1.0 + amplitude[:, None] * (daily - 1.0)) * np.where((hours % WEEK_H) >= 120, weekend[:, None], 1.0)
     relative: np.ndarray = rate / rate.mean(axis=1, keepdims=True)
@@ -974,7 +975,7 @@ def _final_states(rng: np.random.Generator, p: Profile, gpu_time: np.ndarray) ->
 RESIDENT = "hp-resident"  # the class of the HP tasks submitted before the window (``resident_days``)
 
 
-def _residents(rng: np.random.Generator, p: Profile, origin: pd.Timestamp, span_s: float, rate_per_s: float,
+def _residents(rng: np.random.Generator, p: Profile, origin: datetime, span_s: float, rate_per_s: float,
                templates: tuple[np.ndarray, np.ndarray]) -> dict[str, np.ndarray]:  # fmt: skip
     """HP tasks over the ``span_s`` before the window at the window's HP rate (the first class),
     each organisation's week read from the earlier ``origin``; class index = one past the profile's."""
@@ -986,15 +987,27 @@ def _residents(rng: np.random.Generator, p: Profile, origin: pd.Timestamp, span_
     return jobs
 
 
-def _frame(p: Profile, jobs: dict[str, np.ndarray], class_names: Sequence[str]) -> pd.DataFrame:
-    """The canonical frame (all columns, canonical dtypes) in submit order, with ids and names."""
+def _parse_origin(p: Profile) -> datetime:
+    """The profile's ``origin`` as a date and time (ISO 8601, e.g. ``2024-01-01`` or ``2024-01-01 08:00``)."""
+    try:
+        return datetime.fromisoformat(p.origin)
+    except (TypeError, ValueError):
+        raise ConfigError(f"profile {p.name!r}: origin must be an ISO date or date and time (got {p.origin!r})") from None
+
+
+def _whole_hour(when: datetime) -> datetime:
+    return when.replace(minute=0, second=0, microsecond=0)
+
+
+def _columns(p: Profile, jobs: dict[str, np.ndarray], class_names: Sequence[str]) -> dict[str, Any]:
+    """The canonical columns (all of them, canonical dtypes) in submit order, with ids and names."""
     order = np.argsort(jobs["submit_s"], kind="stable")
     jobs = {k: v[order] for k, v in jobs.items()}
     n = order.size
     users = [f"{t}/u{u:02d}" for t in p.tenants for u in range(p.users_per_tenant)]
     nan = np.full(n, np.nan)
     columns: dict[str, object] = {
-        "job_id": _numbered(pa.scalar(f"{p.name}-"), np.arange(n)),
+        "job_id": _numbered(arrow.text([f"{p.name}-"]).take(arrow.from_numpy(np.zeros(n, dtype=np.int64))), np.arange(n)),
         "submit_s": jobs["submit_s"],
         "user": _take(users, jobs["user"]),
         "tenant": _take(p.tenants, jobs["tenant"]),
@@ -1015,12 +1028,10 @@ def _frame(p: Profile, jobs: dict[str, np.ndarray], class_names: Sequence[str]) 
         "time_limit_s": nan,
         "source_row": np.arange(1, n + 1),
     }
-    frame = pd.DataFrame({col: columns[col] for col in COLUMNS})
-    validate(frame, source=f"synthetic:{p.name}")
-    return frame
+    return canonical_columns(columns, source=f"synthetic:{p.name}")
 
 
-def _names(template: np.ndarray) -> pd.api.extensions.ExtensionArray:
+def _names(template: np.ndarray) -> pa.Array:
     """``<model>_<stage>_v<k>-<seq>``: a fixed stem per template key and a running number within it."""
     keys, inverse = np.unique(template, return_inverse=True)
     mixed = (keys.astype(np.uint64) * np.uint64(0x9E3779B97F4A7C15)) >> np.uint64(40)  # Fibonacci hashing
@@ -1035,18 +1046,19 @@ def _names(template: np.ndarray) -> pd.api.extensions.ExtensionArray:
     run_start = np.repeat(starts, np.diff(np.r_[starts, sorted_keys.size]))
     seq = np.empty(template.size, dtype=np.int64)
     seq[order] = np.arange(template.size) - run_start
-    return _numbered(pa.array(stems, pa.string()).take(pa.array(inverse)), seq)
+    return _numbered(arrow.text(stems).take(arrow.from_numpy(inverse.astype(np.int64))), seq)
 
 
-def _numbered(prefixes: pa.Array | pa.Scalar, numbers: np.ndarray) -> pd.api.extensions.ExtensionArray:
-    """Element-wise ``prefix + str(number)`` as a pandas string array."""
-    text = pc.cast(pa.array(numbers), pa.string())
-    return pd.array(pc.binary_join_element_wise(prefixes, text, ""), dtype="str")
+def _numbered(prefixes: pa.Array, numbers: np.ndarray) -> pa.Array:
+    """Element-wise ``prefix + str(number)`` as an Arrow ``large_string`` array."""
+    text = pc.cast(arrow.from_numpy(numbers.astype(np.int64)), pa.large_string())
+    no_separator = arrow.text([""]).take(arrow.from_numpy(np.zeros(len(text), dtype=np.int64)))
+    return pc.binary_join_element_wise(prefixes, text, no_separator)
 
 
-def _take(values: Sequence[str], index: np.ndarray) -> pd.api.extensions.ExtensionArray:
-    """``values[index]`` as a pandas string array (cheap for a small vocabulary)."""
-    return pd.array(list(values), dtype="str").take(index)
+def _take(values: Sequence[str], index: np.ndarray) -> pa.Array:
+    """``values[index]`` as an Arrow ``large_string`` array (cheap for a small vocabulary)."""
+    return arrow.text(list(values)).take(arrow.from_numpy(index.astype(np.int64)))
 
 
 def _categorical(rng: np.random.Generator, probs: tuple[float, ...] | np.ndarray, n: int) -> np.ndarray:

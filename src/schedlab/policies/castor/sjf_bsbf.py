@@ -28,12 +28,11 @@ job that does not fit: O(pending x running).
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-import pandas as pd
 from sortedcontainers import SortedList
 
 from schedlab.cluster.spec import ClusterSpec
@@ -211,7 +210,7 @@ class SjfBsbf(Policy):
         self.settings[job.idx] = JobSetting(new.profile, new.batch, steps, new.gpus)
         ctx.colocate(job, host)
 
-    def report(self, jobs: pd.DataFrame) -> dict[str, Any]:
+    def report(self, jobs: Mapping[str, Any]) -> dict[str, Any]:
         benefit = [c.sharing_benefit for c in self.colocations]
         return {"castor": {
             "colocations": len(self.colocations),

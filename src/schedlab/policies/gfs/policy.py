@@ -36,7 +36,7 @@ from __future__ import annotations
 import math
 import time
 from array import array
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -321,13 +321,13 @@ class GFS(Policy):
         ratio = np.concatenate(bounds).mean() / np.concatenate(peaks).mean()
         return {"bound_coverage": float(np.concatenate(covered).mean()), "bound_over_peak": float(ratio)}
 
-    def report(self, jobs: pd.DataFrame) -> dict[str, Any]:
+    def report(self, jobs: Mapping[str, Any]) -> dict[str, Any]:
         """``{"gfs": ...}``: SLO violations of spot jobs (evictions inside the guarantee),
         evictions, the final and extreme ``eta``, the demand bound's calibration
         (:meth:`bound_calibration`), the decision time per task and the forecaster's
         ``stats`` if it has any (OrgLinear: trainings and their time)."""
-        spot = jobs["priority_class"].to_numpy() == SPOT
-        started = int(np.isfinite(jobs["first_start_s"].to_numpy(dtype=float))[spot].sum())
+        spot = np.asarray(jobs["priority_class"]) == SPOT
+        started = int(np.isfinite(np.asarray(jobs["first_start_s"], dtype=float))[spot].sum())
         decisions = np.frombuffer(self.decision_s, dtype=np.float64) * 1000.0
         etas = [eta for _, _, eta in self.eta_trace]
         return {"gfs": {

@@ -17,6 +17,7 @@ same value; a per-job call costs about 20 ms). Nothing else of the future is rea
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
@@ -75,10 +76,10 @@ class QSSF(QueueScheduler):
         assert self.engine is not None, "setup() makes the engine"
         self.engine.record_finish(job.idx, ctx.now, job.work)
 
-    def report(self, jobs: pd.DataFrame) -> dict[str, Any]:
+    def report(self, jobs: Mapping[str, Any]) -> dict[str, Any]:
         """``{"predictor": ...}``: accuracy of the durations predicted at arrival against the
         run's ``jobs`` table, the number of refits and what the predictor used."""
-        block: dict[str, Any] = accuracy(self.predicted, jobs["duration_s"].to_numpy(), jobs["num_gpus"].to_numpy())
+        block: dict[str, Any] = accuracy(self.predicted, np.asarray(jobs["duration_s"]), np.asarray(jobs["num_gpus"]))
         block["refits"] = len(self.engine.fits) if self.engine else 0
         info = getattr(self.predictor, "info", None)
         if info is not None:

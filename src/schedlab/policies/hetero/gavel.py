@@ -37,7 +37,8 @@ Cost: one LP of ``3 x jobs`` variables whenever the set of jobs changes (as Gave
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from collections.abc import Mapping
+from typing import Any
 
 import numpy as np
 
@@ -48,10 +49,6 @@ from schedlab.policies.params import help_field
 from schedlab.sim.job import RUNNING, Job
 from schedlab.sim.policy import Context
 from schedlab.sim.throughputs import GAVEL_BUILTIN, ThroughputTable
-
-if TYPE_CHECKING:
-    import pandas as pd
-
 
 @dataclass(frozen=True)
 class GavelParams:
@@ -205,7 +202,7 @@ class Gavel(RoundPolicy):
         return target
 
 
-    def report(self, jobs: pd.DataFrame) -> dict[str, Any]:
+    def report(self, jobs: Mapping[str, Any]) -> dict[str, Any]:
         return {**super().report(jobs), "lp_solves": self.lp_solves}
 
 

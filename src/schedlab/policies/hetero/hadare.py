@@ -32,7 +32,8 @@ The initial throughput estimate (Eq. 10) is not used: the measured table is the 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from collections.abc import Mapping
+from typing import Any
 
 from schedlab.errors import ConfigError
 from schedlab.policies.hetero.hadar import Hadar
@@ -41,9 +42,6 @@ from schedlab.policies.params import help_field
 from schedlab.sim.job import RUNNING
 from schedlab.sim.policy import Context
 from schedlab.sim.throughputs import GAVEL_BUILTIN, ThroughputTable
-
-if TYPE_CHECKING:
-    import pandas as pd
 
 Copies = list[Alloc]
 
@@ -131,5 +129,5 @@ class HadarE(Hadar):
                 ctx.fork(job, copies, self.fork_overhead_s)
                 self.forks += 1
 
-    def report(self, jobs: pd.DataFrame) -> dict[str, Any]:
+    def report(self, jobs: Mapping[str, Any]) -> dict[str, Any]:
         return {**super().report(jobs), "forks": self.forks}

@@ -16,17 +16,14 @@ from __future__ import annotations
 
 import time
 from abc import ABC, abstractmethod
-from collections.abc import Iterable
-from typing import TYPE_CHECKING, Any
+from collections.abc import Iterable, Mapping
+from typing import Any
 
 from schedlab.cluster.spec import ClusterSpec
 from schedlab.errors import ConfigError
 from schedlab.sim.job import RUNNING, Job
 from schedlab.sim.policy import Context, Policy
 from schedlab.sim.throughputs import ThroughputTable
-
-if TYPE_CHECKING:
-    import pandas as pd
 
 Alloc = list[tuple[int, int]]
 
@@ -106,7 +103,7 @@ class RoundPolicy(Policy, ABC):
             if job.state != RUNNING:
                 ctx.start(job, alloc)
 
-    def report(self, jobs: pd.DataFrame) -> dict[str, Any]:
+    def report(self, jobs: Mapping[str, Any]) -> dict[str, Any]:
         d = self.decision_s
         return {
             "rounds": len(d),

@@ -41,9 +41,9 @@ from __future__ import annotations
 
 from collections import deque
 from dataclasses import dataclass
+from collections.abc import Mapping
 from typing import Any
 
-import pandas as pd
 from sortedcontainers import SortedList
 
 from schedlab.cluster.spec import ClusterSpec
@@ -193,7 +193,7 @@ class Lucid(Policy):
             return False
         return self.estimate(job) <= self.time_factor * self.estimate(host)
 
-    def report(self, jobs: pd.DataFrame) -> dict[str, Any]:
+    def report(self, jobs: Mapping[str, Any]) -> dict[str, Any]:
         by_pair: dict[str, int] = {}
         for p in self.packings:
             key = "+".join(str(s) for s in sorted(p.scores))

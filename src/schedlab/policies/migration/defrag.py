@@ -46,19 +46,14 @@ from __future__ import annotations
 
 import heapq
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import Any, NamedTuple
 
 from schedlab.policies.common.placers import Placer
 from schedlab.policies.params import as_dict, help_field
 from schedlab.sim.job import PENDING, Job
 from schedlab.sim.policy import Context, Policy, WrappedPolicy
-
-if TYPE_CHECKING:
-    import pandas as pd
-
-
 
 @dataclass(frozen=True)
 class DefragParams:
@@ -119,7 +114,7 @@ class Defrag(WrappedPolicy):
         if job.num_gpus > 1:
             heapq.heappush(self.waiting.setdefault(ctx.pool_of(job), []), job.idx)
 
-    def report(self, jobs: pd.DataFrame) -> dict[str, Any]:
+    def report(self, jobs: Mapping[str, Any]) -> dict[str, Any]:
         return {**self.inner.report(jobs),
                 "defrag": {"repairs": self.repairs, "moves": self.moves, "declined": self.declined}}  # fmt: skip
 

@@ -41,11 +41,10 @@ import heapq
 import math
 import operator
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from itertools import chain, compress
 from typing import Any
 
-import pandas as pd
 
 from schedlab.cluster.spec import ClusterSpec
 from schedlab.errors import ConfigError
@@ -389,7 +388,7 @@ class Pollux(Policy):
                 break
         return out
 
-    def report(self, jobs: pd.DataFrame) -> dict[str, Any]:
+    def report(self, jobs: Mapping[str, Any]) -> dict[str, Any]:
         return {"pollux": {
             "rounds": self.rounds,
             "reallocations": self.reallocations,

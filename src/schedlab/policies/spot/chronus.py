@@ -43,12 +43,11 @@ import heapq
 import itertools
 import math
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-import pandas as pd
 
 from schedlab.errors import ConfigError
 from schedlab.sim.policy import Context, Policy
@@ -268,7 +267,7 @@ class Chronus(Policy):
             del self.lease_end[job.idx]
             self._enqueue(ctx, job)
 
-    def report(self, jobs: pd.DataFrame) -> dict[str, Any]:
+    def report(self, jobs: Mapping[str, Any]) -> dict[str, Any]:
         """``{"chronus": ...}``: pauses at lease ends, boundaries decided, MILPs solved (only
         where the candidates contend) and their mean time."""
         return {self.name: {

@@ -25,9 +25,9 @@ sharing between them).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from collections.abc import Mapping
 from typing import Any, ClassVar
 
-import pandas as pd
 from sortedcontainers import SortedList
 
 from schedlab.cluster.state import Group, Held
@@ -238,7 +238,7 @@ class Lyra(SpotFCFS):
         for victim in [*self.spot_on.get(node, {}).values(), *self.fractions_on.get(node, {}).values()]:
             self.evict(ctx, victim)
 
-    def report(self, jobs: pd.DataFrame) -> dict[str, Any]:
+    def report(self, jobs: Mapping[str, Any]) -> dict[str, Any]:
         """``{"lyra": {"evictions", "reclaims"}}``: spot jobs evicted, nodes reclaimed."""
         out = {"evictions": self.evictions, "reclaims": self.reclaims}
         return {self.name: out if self.gate is None else {**out, **self.gate.report()}}

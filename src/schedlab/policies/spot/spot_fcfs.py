@@ -27,9 +27,9 @@ quota (eqs. 9-11, updated every 300 s, :class:`schedlab.policies.spot.quota.Quot
 from __future__ import annotations
 
 from dataclasses import dataclass
+from collections.abc import Mapping
 from typing import Any, ClassVar
 
-import pandas as pd
 
 from schedlab.cluster.state import Held
 from schedlab.errors import ConfigError
@@ -225,7 +225,7 @@ class SpotFCFS(Policy):
         self.released(ctx, victim, self.alloc_of.pop(victim.idx))
         self._enqueue(victim)
 
-    def report(self, jobs: pd.DataFrame) -> dict[str, Any]:
+    def report(self, jobs: Mapping[str, Any]) -> dict[str, Any]:
         """``{<name>: {"evict": ..., "evictions": ...}}``: how and how often spot jobs were evicted for HP jobs."""
         out = {"evict": self.evict_mode, "evictions": self.evictions}
         return {self.name: out if self.gate is None else {**out, **self.gate.report()}}

@@ -104,7 +104,6 @@ def _load_stream(path: Path, info: LoaderInfo, options: dict[str, Any]) -> Workl
     """A named pipe or a device (``<(zcat trace.gz)``, ``/dev/stdin``): the loaders read a file
     more than once, so its bytes are first copied into a temporary file of the same name;
     errors and the workload still name ``path``."""
-    import dataclasses
     import shutil
     import tempfile
 
@@ -120,7 +119,7 @@ def _load_stream(path: Path, info: LoaderInfo, options: dict[str, Any]) -> Workl
             if err.file is not None and str(copy) in str(err.file):
                 raise InputError(err.reason, file=str(path), row=err.row, field=err.field) from None
             raise
-    return dataclasses.replace(workload, source=str(path))
+    return workload.renamed(str(path))
 
 
 __all__ = ["LOADERS", "LoaderInfo", "load_trace"]

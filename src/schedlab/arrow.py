@@ -1,0 +1,59 @@
+"""Arrow arrays to and from NumPy and Python lists through their buffers.
+
+pyarrow imports pandas, when it is installed, the first time ``pa.array``, ``pa.scalar``,
+``Array.to_numpy`` or a compute function with a Python scalar argument is called (it checks
+whether the value is a pandas object). That import costs about 0.3 s, more than a small run's
+whole simulation; these helpers build and read arrays from their buffers instead, so a run that
+never needs pandas never loads it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+
+_NUMERIC = {np.dtype(np.float64): pa.float64(), np.dtype(np.int64): pa.int64(), np.dtype(np.int32): pa.int32()}
+_FIXED = {str(t): np.dtype(name) for name in ("int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
+                                              "float32", "float64") for t in [getattr(pa, name)()]}  # fmt: skip
+
+
+def from_numpy(values: np.ndarray) -> Any:
+    """A 1-D float64, int64, int32 or bool NumPy array as an Arrow array (no nulls)."""
+    values = np.ascontiguousarray(values)
+    if values.dtype == bool:
+        bits = np.packbits(values, bitorder="little")
+        return pa.Array.from_buffers(pa.bool_(), values.size, [None, pa.py_buffer(bits)])
+    if values.dtype not in _NUMERIC:
+        raise TypeError(f"no Arrow column for NumPy dtype {values.dtype}")
+    return pa.Array.from_buffers(_NUMERIC[values.dtype], values.size, [None, pa.py_buffer(values)])
+
+
+def text(strings: Sequence[str]) -> Any:
+    """Python strings as an Arrow ``large_string`` array."""
+    joined = "".join(strings)
+    data = joined.encode("utf-8")
+    if len(data) == len(joined):  # ASCII: a character is a byte
+        lengths = np.fromiter(map(len, strings), dtype=np.int64, count=len(strings))
+    else:
+        lengths = np.fromiter((len(s.encode("utf-8")) for s in strings), dtype=np.int64, count=len(strings))
+    offsets = np.zeros(len(strings) + 1, dtype=np.int64)
+    np.cumsum(lengths, out=offsets[1:])
+    return pa.Array.from_buffers(pa.large_string(), len(strings), [None, pa.py_buffer(offsets), pa.py_buffer(data)])
+
+
+def to_numpy(values: Any) -> np.ndarray:
+    """An Arrow boolean or fixed-width numeric array as NumPy; null entries read as False or 0."""
+    n, offset = len(values), values.offset
+    validity, data = values.buffers()[:2]
+    if pa.types.is_boolean(values.type):
+        out: np.ndarray = np.unpackbits(np.frombuffer(data, dtype=np.uint8), bitorder="little")[offset : offset + n].astype(bool)
+    else:
+        dtype = _FIXED[str(values.type)]
+        out = np.frombuffer(data, dtype=dtype, count=offset + n)[offset:].copy()
+    if validity is not None and values.null_count:
+        valid = np.unpackbits(np.frombuffer(validity, dtype=np.uint8), bitorder="little")[offset : offset + n].astype(bool)
+        out[~valid] = 0
+    return out

@@ -72,3 +72,11 @@ def test_a_workload_needs_exactly_one_table() -> None:
         Workload(source="x")
     with pytest.raises(TypeError):
         Workload(frame, "x", columns={c: frame[c].to_numpy() for c in COLUMNS})
+
+
+def test_once_built_the_frame_is_the_table() -> None:
+    w = generate("simple", 50, seed=1)
+    assert w.column("duration_s")[0] > 0
+    w.jobs["duration_s"] = 7.0  # an edit to the DataFrame is what the engine reads
+    assert w.column("duration_s").tolist() == [7.0] * 50
+    assert w.rows("job_id", 0, 2) == ["simple-0", "simple-1"]

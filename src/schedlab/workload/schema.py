@@ -145,13 +145,15 @@ class Workload:
 
     @property
     def jobs(self) -> pd.DataFrame:
-        """The job table as a DataFrame (built from the columns on first use)."""
+        """The job table as a DataFrame, built from the columns on first use; from then on it is
+        the table (an edit to it is what :meth:`column` reads)."""
         if self._frame is None:
             import pandas as pd
 
             self._frame = pd.DataFrame(
                 {c: pd.array(self._columns[c], dtype="str") if c in STR_COLUMNS else self._columns[c] for c in COLUMNS}
             )
+            self._columns = {}
         return self._frame
 
     @property
@@ -179,9 +181,10 @@ class Workload:
         """The values of rows ``start:stop`` of one column, as Python objects."""
         values = self.column(name)
         if name in STR_COLUMNS:
-            out: list[Any] = values.slice(start, stop - start).to_pylist()
-            return out
-        return list(values[start:stop].tolist())
+            text: list[Any] = values.slice(start, stop - start).to_pylist()
+            return text
+        numbers: list[Any] = values[start:stop].tolist()
+        return numbers
 
     def __len__(self) -> int:
         return self._n
@@ -213,6 +216,7 @@ class Workload:
         """The same jobs under another source name (errors name it)."""
         out = copy.copy(self)
         out.source = source
+        out._columns = dict(self._columns)
         return out
 
 

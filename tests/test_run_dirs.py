@@ -121,6 +121,31 @@ def test_rerun_reproduces_the_tables_byte_for_byte(tmp_path: Path) -> None:
         assert f"identical {table}" in result.stdout
 
 
+@pytest.mark.parametrize("edit", [False, True])
+def test_rerun_accepts_a_table_of_other_bytes_with_the_same_values_only(tmp_path: Path, edit: bool) -> None:
+    """A table written by another Parquet writer (here pandas, with its metadata) repeats if its
+    values do; one value changed is still a difference."""
+    import pandas as pd
+
+    from schedlab.experiments.manifest import sha256
+
+    out = _one_job_run(tmp_path)
+    table = out / "jobs.parquet"
+    jobs = pd.read_parquet(table)
+    if edit:
+        jobs.loc[0, "end_s"] += 1.0
+    jobs.to_parquet(table, index=False)
+    manifest = json.loads((out / "run.json").read_text())
+    manifest["outputs"]["jobs.parquet"] = sha256(table)
+    (out / "run.json").write_text(json.dumps(manifest))
+    result = runner.invoke(app, ["rerun", str(out)])
+    if edit:
+        assert result.exit_code == 1 and "differs   jobs.parquet" in result.stdout
+    else:
+        assert result.exit_code == 0, result.output
+        assert "same values jobs.parquet" in result.stdout and "identical timeseries.parquet" in result.stdout
+
+
 def test_rerun_refuses_when_an_input_changed(tmp_path: Path) -> None:
     out = _one_job_run(tmp_path)
     (tmp_path / "jobs.csv").write_text("id,submitted,runtime,gpus\na,0,601,1\n")

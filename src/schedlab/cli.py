@@ -444,7 +444,8 @@ def rerun(
     out: Annotated[Optional[Path], typer.Option("--out", "-o", help="Where the repeat goes (default: RUN_DIR-rerun).")] = None,
     force: ForceOpt = False,
 ) -> None:
-    """Repeat a run from its run.json and check that its tables come out byte for byte the same.
+    """Repeat a run from its run.json and check that its tables come out byte for byte the same
+    (or, written by another schedlab, with the same columns, dtypes and values).
 
     Fails (exit 2) when an input file, or one of the run's own tables, changed or went missing
     since the run; exits 1 when an output of the repeat differs.
@@ -483,14 +484,22 @@ def rerun(
     if done.returncode != 0:
         raise typer.Exit(done.returncode)
     same, different = compare_outputs(manifest, target)
+    from schedlab.tables import same_values
+
+    # A table written by another schedlab may hold the same values in other bytes (Parquet metadata).
+    equal = [name for name in different if (target / name).is_file() and same_values(run_dir / name, target / name)]
+    different = [name for name in different if name not in equal]
     for name in same:
         console.print(f"[green]identical[/] {escape(name)}")
+    for name in equal:
+        console.print(f"[green]same values[/] {escape(name)} (other bytes: another Parquet writer's metadata)")
     for name in different:
         console.print(f"[bold red]differs[/]   {escape(name)}")
     if different:
-        error_line(err_console, f"{len(different)} of {len(same) + len(different)} tables differ from {run_dir}")
+        error_line(err_console, f"{len(different)} of {len(same) + len(equal) + len(different)} tables differ from {run_dir}")
         raise typer.Exit(1)
-    console.print(f"reproduced {escape(str(run_dir))} in {escape(str(target))}: {len(same)} tables byte for byte the same")
+    also = f", {len(equal)} with the same values" if equal else ""
+    console.print(f"reproduced {escape(str(run_dir))} in {escape(str(target))}: {len(same)} tables byte for byte the same{also}")
 
 
 def _version() -> str:

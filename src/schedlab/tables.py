@@ -42,3 +42,9 @@ def read_parquet(path: Path, columns: Sequence[str] | None = None) -> pd.DataFra
         return pd.read_parquet(path, columns=list(columns) if columns is not None else None)
     except (pa.ArrowException, OSError, ValueError) as err:
         raise InputError(f"not a readable Parquet table ({' '.join(str(err).split())})", file=str(path)) from None
+
+
+def same_values(path: Path, other: Path) -> bool:
+    """Whether two Parquet tables hold the same columns, dtypes and values (missing values
+    matching), whatever their writers' metadata."""
+    return bool(read_parquet(path).equals(read_parquet(other)))

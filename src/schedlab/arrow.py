@@ -16,8 +16,8 @@ import numpy as np
 import pyarrow as pa
 
 _NUMERIC = {np.dtype(np.float64): pa.float64(), np.dtype(np.int64): pa.int64(), np.dtype(np.int32): pa.int32()}
-_FIXED = {str(t): np.dtype(name) for name in ("int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
-                                              "float32", "float64") for t in [getattr(pa, name)()]}  # fmt: skip
+_FIXED = {str(getattr(pa, name)()): np.dtype(name)
+          for name in ("int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64", "float32", "float64")}
 
 
 def from_numpy(values: np.ndarray) -> Any:

@@ -246,32 +246,32 @@ class _JobStats:
         """Per priority class: counts, JCT and queue statistics, preemptions, eviction rate."""
         codes, names = self._labels("priority_class")
         groups = Groups(codes, len(names))
-        result = _records(names, jobs=groups.counts(), finished=groups.total(self.finished),
+        result = _present(groups, _records(names, jobs=groups.counts(), finished=groups.total(self.finished),
                           jct_mean_s=groups.mean(self.jct_s), jct_p99_s=groups.quantile(self.jct_s, 0.99),
-                          queue_mean_s=groups.mean(self.queue_s), preemptions=groups.total(self.preemptions))  # fmt: skip
-        started = groups.total(self.started)
-        present = [g for g, count in enumerate(groups.counts()) if count]
-        result = {names[g]: result[names[g]] for g in present}
-        for g in present:
-            row = result[names[g]]
-            if names[g] in evictable:
-                runs = row["preemptions"] + started[g]
-                row["eviction_rate"] = row["preemptions"] / runs if runs else None
+                          queue_mean_s=groups.mean(self.queue_s), preemptions=groups.total(self.preemptions)))  # fmt: skip
+        for name, started in zip(names, groups.total(self.started)):
+            if name in result and name in evictable:
+                runs = result[name]["preemptions"] + started
+                result[name]["eviction_rate"] = result[name]["preemptions"] / runs if runs else None
         return result
 
     def tenants(self) -> dict[str, dict[str, Any]]:
         """Per tenant: jobs, mean JCT (finished jobs), mean queueing delay, GPU-seconds."""
         codes, names = self._labels("tenant")
         groups = Groups(codes, len(names))
-        result = _records(names, jobs=groups.counts(), jct_mean_s=groups.mean(self.jct_s),
-                          queue_mean_s=groups.mean(self.queue_s), gpu_seconds=groups.sum(self.gpu_seconds))  # fmt: skip
-        return {name: row for name, row, count in zip(names, result.values(), groups.counts()) if count}
+        return _present(groups, _records(names, jobs=groups.counts(), jct_mean_s=groups.mean(self.jct_s),
+                        queue_mean_s=groups.mean(self.queue_s), gpu_seconds=groups.sum(self.gpu_seconds)))  # fmt: skip
 
     def buckets(self, codes: np.ndarray, names: tuple[str, ...]) -> dict[str, dict[str, Any]]:
         """Per bucket, every bucket in order (empty ones too); rows of code -1 are left out."""
         groups = Groups(codes, len(names))
         return _records(list(names), jobs=groups.counts(), jct_mean_s=groups.mean(self.jct_s),
                         queue_mean_s=groups.mean(self.queue_s))  # fmt: skip
+
+
+def _present(groups: Groups, records: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """The records of the groups that hold rows (a label seen only outside the kept rows has none)."""
+    return {name: row for (name, row), count in zip(records.items(), groups.counts()) if count}
 
 
 def write_summary(path: Path, summary: Mapping[str, Any]) -> Path:

@@ -210,40 +210,47 @@ class Allocator:
                ) -> tuple[bool, tuple[float, Alloc] | None]:  # fmt: skip
         """FIND_ALLOC on the servers of ``kinds`` (:meth:`usable`): whether :meth:`refuses` refuses
         the job, and else the allocation of least value if negative. The search takes each type
-        ``k`` as the slowest (by falling throughput, then first server) and runs the knapsack over
-        the servers the job may use with it, by falling throughput and index. The result depends
-        on the kinds of those servers in that order only: it is memoised per job on them, the
-        allocation kept as positions in the order (with :attr:`memo`)."""
-        by_type: dict[str, list[int]] = {}
-        for (t, _, _), hs in kinds.items():
-            by_type.setdefault(t, []).extend(hs)
-        order: list[int] = []  # the servers by falling throughput, then index
-        upto: dict[float, int] = {}  # throughput -> servers in ``order`` at least that fast
-        for r in sorted({job.rate[t] for t in by_type}, reverse=True):
-            order += sorted(chain.from_iterable(hs for t, hs in by_type.items() if job.rate[t] == r))
-            upto[r] = len(order)
-        if not self.memo:
-            return self._search(job, state, kinds, by_type, order, upto)
-        memo = self._searches.get(id(job))  # the entry holds the job: its id is not reused
-        if memo is None:
-            memo = self._searches[id(job)] = (job, {})
-        code = self._code
-        key = tuple([code[h] + state[h] for h in order])
-        known = memo[1].get(key)
-        if known is None:
-            refused, best = self._search(job, state, kinds, by_type, order, upto)
-            known = memo[1][key] = (refused, None if best is None else (best[0], [(order.index(h), x) for h, x in best[1]]))
-            return refused, best
-        return known[0], None if known[1] is None else (known[1][0], [(order[i], x) for i, x in known[1][1]])
+        ``k`` as the slowest (by falling throughput, then name) and runs the knapsack over the
+        servers the job may use with it in search order: by falling throughput, then kind (type,
+        larger servers, more free GPUs first), then index. The result depends on the kinds and
+        their server counts only: it is memoised per job on them, the allocation kept as
+        positions in the order (with :attr:`memo`)."""
+        groups = sorted(kinds, key=lambda kind: (-job.rate[kind[0]], kind[0], -kind[1], -kind[2]))
+        if self.memo:
+            memo = self._searches.get(id(job))  # the entry holds the job: its id is not reused
+            if memo is None:
+                memo = self._searches[id(job)] = (job, {})
+            key = tuple([(kind, len(kinds[kind])) for kind in groups])
+            known = memo[1].get(key)
+            if known is not None:
+                if known[1] is None:
+                    return known[0], None
+                order = list(chain.from_iterable([kinds[kind] for kind in groups]))
+                return known[0], (known[1][0], [(order[i], x) for i, x in known[1][1]])
+        order = list(chain.from_iterable([kinds[kind] for kind in groups]))
+        refused, best = self._search(job, state, kinds, groups, order)
+        if self.memo:
+            at = {h: i for i, h in enumerate(order)}
+            memo[1][key] = (refused, None if best is None else (best[0], [(at[h], x) for h, x in best[1]]))
+        return refused, best
 
     def _search(self, job: JobView, state: Sequence[int], kinds: dict[tuple[str, int, int], list[int]],
-                by_type: dict[str, list[int]], order: list[int], upto: dict[float, int]
-                ) -> tuple[bool, tuple[float, Alloc] | None]:  # fmt: skip
-        """:meth:`search` itself, given the servers by type and in search order."""
+                groups: list[tuple[str, int, int]], order: list[int]) -> tuple[bool, tuple[float, Alloc] | None]:
+        """:meth:`search` itself, given the kinds and the servers in search order."""
         best: tuple[float, Alloc] | None = None
         refused = self.refuses(job, kinds)
-        for k in [] if refused else sorted(by_type, key=lambda t: (-job.rate[t], min(by_type[t]))):
-            allowed = order[: upto[job.rate[k]]] if self.mix_types else sorted(by_type[k])
+        if refused:
+            return refused, best
+        upto: dict[float, int] = {}  # throughput -> servers in ``order`` at least that fast
+        n = 0
+        for kind in groups:
+            n += len(kinds[kind])
+            upto[job.rate[kind[0]]] = n
+        for k in sorted({kind[0] for kind in groups}, key=lambda t: (-job.rate[t], t)):
+            if self.mix_types:
+                allowed = order[: upto[job.rate[k]]]
+            else:
+                allowed = list(chain.from_iterable([kinds[kind] for kind in groups if kind[0] == k]))
             alloc = self._cheapest(job.gpus, allowed, state, self.comm_fraction * job.utility({k}))
             if alloc is None:
                 continue

@@ -26,6 +26,7 @@ CORE = (
     "sim/perf.py",
     "sim/recorders.py",
     "policies/common/queues.py",
+    "policies/hetero/allocator.py",
     "cluster/state.py",
 )
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from schedlab.policies.hetero.hadar import Allocator, JobView
+from schedlab.policies.hetero.allocator import Allocator, JobView
 from tests.simkit import cluster
 
 

@@ -8,7 +8,8 @@ import numpy as np
 import pytest
 
 from schedlab.policies.hetero.gavel import Gavel, max_min_allocation
-from schedlab.policies.hetero.hadar import Allocator, Hadar, JobView, price
+from schedlab.policies.hetero.allocator import Allocator, JobView, price
+from schedlab.policies.hetero.hadar import Hadar
 from schedlab.sim.config import SimConfig
 from schedlab.sim.engine import Simulation
 from tests.simkit import cluster, job, workload

@@ -2,13 +2,13 @@
 
 * Job forker (§V-A): a job may run as up to ``max_copies`` copies (0: one per node, the paper's
   n copies on an n-node cluster), each on its own node(s) with the job's whole GPU count.
-* Scheduling copies: each round Hadar's allocator (:class:`~.hadar.Allocator`: Eq. 5-7 prices,
+* Scheduling copies: each round Hadar's allocator (:class:`~.allocator.Allocator`: Eq. 5-7 prices,
   FIND_ALLOC, the DP) first gives jobs one copy each, exactly as Hadar; then, pass after pass over
   the queue, a job gets one more copy on nodes none of its copies uses while FIND_ALLOC finds one
   with a positive payoff. Nodes are thus left idle only when no job copy is left to place. A job
   that FIND_ALLOC's lower bound refuses is not asked again that round: while prices rise with
   the load, fewer free GPUs cannot make its next copy pay. The passes move servers between
-  kinds in place and use the allocator's memoised search (:meth:`~.hadar.Allocator.search`):
+  kinds in place and use the allocator's memoised search (:meth:`~.allocator.Allocator.search`):
   a job's next copy mostly meets servers of the kinds, in the order, it met before.
 * Job tracker (§V-B): the job progresses at the sum of its copies' rates (the engine's
   :meth:`~schedlab.sim.engine.Simulation.fork`), which is the tracker summing the copies' steps

@@ -17,7 +17,8 @@ import os
 from setuptools import setup
 
 # The simulator's inner loop: the engine, its jobs and their rates, the cluster's free GPUs, the
-# recorders and the queue drain (placers stay interpreted: their docstrings are the CLI's help).
+# recorders and the queue drain; and Hadar's allocator, where HadarE spends its time (policies and
+# placers stay interpreted: their docstrings are the CLI's help).
 CORE = (
     "sim/engine.py",
     "sim/job.py",

@@ -84,3 +84,19 @@ def test_memoised_searches_and_kinds_placed_in_place_are_the_fresh_ones(seed):
             used[v.idx].update(h for h, _ in got[1][1])
             a.place(free, kinds, got[1][1])
             assert kinds == fresh().kinds(tuple(free))
+
+
+def test_a_memoised_search_tells_apart_states_with_other_server_counts():
+    """Two states with the same kinds of servers, one and two empty 4-GPU servers: a 4-GPU job
+    fills the one, and spreads over the two where prices rise steeply. The memo must not hand the
+    first answer to the second search."""
+    spec = cluster([4, 4, 4], types=["V100"] * 3)
+    v = JobView(0, 4, 1000.0, 1000.0, 0.0, {"V100": 10.0})
+    other = JobView(1, 1, 10.0, 10.0, 0.0, {"V100": 10.0})  # widens U / L so that prices rise steeply
+    a = Allocator(spec, [v, other], eta=1.0, comm_fraction=0.05, horizon=1000.0)
+    one, two = (4, 0, 0), (4, 4, 0)
+    assert a.search(v, one, a.usable(v, a.kinds(one)))[1][1] == [(0, 4)]
+    found = a.search(v, two, a.usable(v, a.kinds(two)))[1]
+    assert sorted(found[1]) == [(0, 2), (1, 2)]
+    assert found == a.find_alloc(v, two) == Allocator(spec, [v, other], eta=1.0, comm_fraction=0.05, horizon=1000.0,
+                                                      memo=False).find_alloc(v, two)  # fmt: skip

@@ -86,7 +86,7 @@ def test_memoised_searches_and_kinds_placed_in_place_are_the_fresh_ones(seed):
             assert kinds == fresh().kinds(tuple(free))
 
 
-def test_a_memoised_search_tells_apart_states_with_other_server_counts():
+def test_a_memoised_search_tells_apart_states_with_other_server_counts() -> None:
     """Two states with the same kinds of servers, one and two empty 4-GPU servers: a 4-GPU job
     fills the one, and spreads over the two where prices rise steeply. The memo must not hand the
     first answer to the second search."""

@@ -172,7 +172,7 @@ def test_console_script_runs_main_with_one_blas_thread_and_no_final_collection(m
     registered: list[object] = []
     ran: list[bool] = []
     monkeypatch.setattr(atexit, "register", registered.append)
-    monkeypatch.setattr(cli, "app", lambda: ran.append(True))
+    monkeypatch.setattr(cli, "app_for", lambda args: lambda: ran.append(True))
     monkeypatch.setenv("OPENBLAS_NUM_THREADS", "")  # restored after the test
     monkeypatch.delenv("OPENBLAS_NUM_THREADS")
     cli.main()
@@ -182,3 +182,24 @@ def test_console_script_runs_main_with_one_blas_thread_and_no_final_collection(m
     monkeypatch.setenv("OPENBLAS_NUM_THREADS", "2")  # a user's setting stands
     cli.main()
     assert os.environ["OPENBLAS_NUM_THREADS"] == "2"
+
+
+def test_the_console_script_builds_only_the_command_it_runs() -> None:
+    import typer.main
+    from typer.testing import CliRunner
+
+    from schedlab.cli import app, app_for
+
+    def names(t) -> list[str]:
+        return sorted(typer.main.get_command(t).commands)  # type: ignore[attr-defined]
+
+    assert names(app_for(["simulate", "--jobs", "5"])) == ["simulate"]
+    assert names(app_for(["ces"])) == ["ces"]  # a command registered under another name
+    assert names(app_for(["slurm", "up"])) == ["slurm"]
+    for args in ([], ["--help"], ["--version"], ["simulat"]):  # the whole app, its help and its spelling hints
+        assert app_for(args) is app
+    assert len(names(app)) > 10
+    runner = CliRunner()
+    for args in (["simulate", "--help"], ["simulate", "--jobz", "5"], ["slurm", "--help"]):
+        whole, alone = runner.invoke(app, args), runner.invoke(app_for(args), args)
+        assert (alone.exit_code, alone.output) == (whole.exit_code, whole.output)

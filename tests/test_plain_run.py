@@ -21,16 +21,16 @@ from schedlab.workload.schema import COLUMNS, FLOAT_COLUMNS, STR_COLUMNS, Worklo
 from schedlab.workload.synthetic import generate
 
 
-def test_a_plain_simulate_never_imports_pandas(tmp_path: Path) -> None:
+def test_a_plain_simulate_never_imports_pandas_nor_pyarrow_compute(tmp_path: Path) -> None:
     code = f"""
 import sys
 from schedlab.cli import app
 app(["simulate", "--synthetic", "simple", "--jobs", "100", "--policy", "fifo", "--no-progress",
      "--out", {str(tmp_path / "run")!r}], standalone_mode=False)
-print("pandas" in sys.modules)
+print("pandas" in sys.modules, "pyarrow.compute" in sys.modules)
 """
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert out.stdout.strip().splitlines()[-1] == "False"
+    assert out.stdout.strip().splitlines()[-1] == "False False"
     jobs = pd.read_parquet(tmp_path / "run" / "jobs.parquet")
     assert len(jobs) == 100 and jobs["finished"].all()
 

@@ -1,10 +1,16 @@
-"""Arrow arrays to and from NumPy and Python lists through their buffers.
+"""Arrow arrays to and from NumPy and Python lists through their buffers, and the few Arrow
+compute functions schedlab calls.
 
 pyarrow imports pandas, when it is installed, the first time ``pa.array``, ``pa.scalar``,
 ``Array.to_numpy`` or a compute function with a Python scalar argument is called (it checks
 whether the value is a pandas object). That import costs about 0.3 s, more than a small run's
 whole simulation; these helpers build and read arrays from their buffers instead, so a run that
 never needs pandas never loads it.
+
+The compute functions are called by name through ``pyarrow._compute.call_function``, the function
+``pyarrow.compute.call_function`` is. Importing ``pyarrow.compute`` itself (as ``Array.take`` or
+``Array.cast`` do) writes a Python wrapper for each of its hundreds of functions, about 50 ms of
+CPU: a tenth of a small run.
 """
 
 from __future__ import annotations
@@ -14,6 +20,7 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
+import pyarrow._compute as _compute
 
 _NUMERIC = {np.dtype(np.float64): pa.float64(), np.dtype(np.int64): pa.int64(), np.dtype(np.int32): pa.int32()}
 _FIXED = {str(getattr(pa, name)()): np.dtype(name)
@@ -57,3 +64,34 @@ def to_numpy(values: Any) -> np.ndarray:
         valid = np.unpackbits(np.frombuffer(validity, dtype=np.uint8), bitorder="little")[offset : offset + n].astype(bool)
         out[~valid] = 0
     return out
+
+
+def call(name: str, *args: Any, options: Any = None) -> Any:
+    """The Arrow compute function ``name`` on ``args`` (what ``pyarrow.compute.<name>`` runs)."""
+    return _compute.call_function(name, list(args), options)
+
+
+def take(values: Any, indices: np.ndarray) -> Any:
+    """``values[indices]`` for an Arrow array and integer NumPy indices."""
+    return call("take", values, from_numpy(indices.astype(np.int64)))
+
+
+def as_text(values: Any) -> Any:
+    """An Arrow array cast to ``large_string``."""
+    return call("cast", values, options=_compute.CastOptions.safe(pa.large_string()))
+
+
+def is_in(values: Any, value_set: Any) -> np.ndarray:
+    """For each entry of ``values``, whether ``value_set`` (an Arrow array) holds it."""
+    return to_numpy(call("is_in", values, options=_compute.SetLookupOptions(value_set)))
+
+
+def distinct(values: Any) -> int:
+    """How many distinct values an Arrow array holds, null counted as one."""
+    count: int = call("count_distinct", values, options=_compute.CountOptions(mode="all")).as_py()
+    return count
+
+
+def byte_lengths(values: Any) -> np.ndarray:
+    """The length in bytes of each entry of a text array."""
+    return to_numpy(call("binary_length", values))

@@ -9,7 +9,6 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from schedlab import arrow
 from schedlab.workload.schema import arrow_text
@@ -38,11 +37,11 @@ def flags(values: Any) -> np.ndarray:
 def labels(values: Any) -> tuple[np.ndarray, list[str]]:
     """A text column as group codes into its distinct values, sorted (missing values are "")."""
     text = arrow_text(values)
-    if not (pa.types.is_string(text.type) or pa.types.is_large_string(text.type)):
-        text = pc.cast(text, pa.large_string())
+    if not pa.types.is_large_string(text.type):
+        text = arrow.as_text(text)
     if text.null_count:
-        text = pc.fill_null(text, "")
-    encoded = pc.dictionary_encode(text)
+        text = arrow.call("coalesce", text, arrow.take(arrow.text([""]), np.zeros(len(text), dtype=np.int64)))
+    encoded = arrow.call("dictionary_encode", text)
     names: list[str] = encoded.dictionary.to_pylist()
     order = sorted(range(len(names)), key=names.__getitem__)
     rank = np.empty(len(names), dtype=np.int64)

@@ -141,7 +141,7 @@ class Simulation(Actions):
     def _check_workload(workload: Workload, cluster: ClusterSpec) -> None:
         source = workload.source
         check_fits(workload, max_gpus=cluster.total_gpus, gpu_types=set(cluster.gpu_types))
-        tenant = workload.column("tenant").dictionary_encode()
+        tenant = arrow.call("dictionary_encode", workload.column("tenant"))
         tenants: list[str] = tenant.dictionary.to_pylist()  # in order of first appearance
         missing = cluster.unpartitioned(tenants)
         t_code = arrow.to_numpy(tenant.indices).astype(np.int64)
@@ -152,7 +152,7 @@ class Simulation(Actions):
             field = workload.fields.get("tenant", "tenant")
             message = cluster.unpartitioned_message(missing, jobs=int(lacking.sum()), field=field)
             raise ConfigError(f"{source}: row {row}: {message}")
-        gtype = workload.column("gpu_type").dictionary_encode()
+        gtype = arrow.call("dictionary_encode", workload.column("gpu_type"))
         gtypes: list[str] = gtype.dictionary.to_pylist()
         pair = t_code * len(gtypes) + arrow.to_numpy(gtype.indices)
         keys, first, inverse = np.unique(pair, return_index=True, return_inverse=True)

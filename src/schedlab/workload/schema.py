@@ -39,7 +39,6 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from schedlab import arrow
 from schedlab.errors import InputError
@@ -299,11 +298,11 @@ def validate(jobs: JobColumns | pd.DataFrame, *, source: str) -> None:
         "num_gpus must be a whole multiple of gpus_per_worker",
     )
     ids = text("job_id")
-    if pc.count_distinct(ids, mode="all").as_py() < len(ids):
+    if arrow.distinct(ids) < len(ids):
         fail(duplicated(ids), "job_id", "job ids must be unique")
-    fail(arrow.to_numpy(pc.binary_length(ids)) == 0, "job_id", "job id must not be empty")
-    known = pc.is_in(text("final_state"), value_set=arrow.text(FINAL_STATES))
-    fail(~arrow.to_numpy(known), "final_state", f"final state must be one of {FINAL_STATES}")
+    fail(arrow.byte_lengths(ids) == 0, "job_id", "job id must not be empty")
+    known = arrow.is_in(text("final_state"), arrow.text(FINAL_STATES))
+    fail(~known, "final_state", f"final state must be one of {FINAL_STATES}")
     for col in ("checkpoint_interval_s", "deadline_s", "num_cpus", "batch_size", "queue_s", "gpu_mem_gib"):
         v = number(col)
         fail(np.isinf(v) | (v < 0), col, "must be a non-negative number or empty")
@@ -320,7 +319,7 @@ def arrow_text(values: Any) -> Any:
 
 def duplicated(values: Any) -> np.ndarray:
     """For each row of an Arrow array, whether an earlier row holds the same value."""
-    codes = arrow.to_numpy(pc.dictionary_encode(values).indices)
+    codes = arrow.to_numpy(arrow.call("dictionary_encode", values).indices)
     first = np.zeros(codes.size, dtype=bool)
     first[np.unique(codes, return_index=True)[1]] = True
     out: np.ndarray = ~first
@@ -386,6 +385,6 @@ def check_fits(workload: Workload, *, max_gpus: float, gpu_types: set[str]) -> N
         raise workload.error(i, "num_gpus", f"{asks} but the cluster can give at most {max_gpus:g}")
     types = workload.column("gpu_type")
     known = arrow.text(sorted(gpu_types | {""}))
-    i = workload.first(~arrow.to_numpy(pc.is_in(types, value_set=known)))
+    i = workload.first(~arrow.is_in(types, known))
     if i is not None:
         raise workload.error(i, "gpu_type", f"unknown GPU type {shown(types[i].as_py())}; the cluster has {sorted(gpu_types)}")

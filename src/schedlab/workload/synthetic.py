@@ -32,7 +32,6 @@ from typing import Any, TypeVar
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from schedlab import arrow
 from schedlab.errors import ConfigError
@@ -1007,7 +1006,7 @@ def _columns(p: Profile, jobs: dict[str, np.ndarray], class_names: Sequence[str]
     users = [f"{t}/u{u:02d}" for t in p.tenants for u in range(p.users_per_tenant)]
     nan = np.full(n, np.nan)
     columns: dict[str, object] = {
-        "job_id": _numbered(arrow.text([f"{p.name}-"]).take(arrow.from_numpy(np.zeros(n, dtype=np.int64))), np.arange(n)),
+        "job_id": _numbered(arrow.take(arrow.text([f"{p.name}-"]), np.zeros(n, dtype=np.int64)), np.arange(n)),
         "submit_s": jobs["submit_s"],
         "user": _take(users, jobs["user"]),
         "tenant": _take(p.tenants, jobs["tenant"]),
@@ -1046,19 +1045,19 @@ def _names(template: np.ndarray) -> pa.Array:
     run_start = np.repeat(starts, np.diff(np.r_[starts, sorted_keys.size]))
     seq = np.empty(template.size, dtype=np.int64)
     seq[order] = np.arange(template.size) - run_start
-    return _numbered(arrow.text(stems).take(arrow.from_numpy(inverse.astype(np.int64))), seq)
+    return _numbered(arrow.take(arrow.text(stems), inverse), seq)
 
 
 def _numbered(prefixes: pa.Array, numbers: np.ndarray) -> pa.Array:
     """Element-wise ``prefix + str(number)`` as an Arrow ``large_string`` array."""
-    text = pc.cast(arrow.from_numpy(numbers.astype(np.int64)), pa.large_string())
-    no_separator = arrow.text([""]).take(arrow.from_numpy(np.zeros(len(text), dtype=np.int64)))
-    return pc.binary_join_element_wise(prefixes, text, no_separator)
+    text = arrow.as_text(arrow.from_numpy(numbers.astype(np.int64)))
+    no_separator = arrow.take(arrow.text([""]), np.zeros(len(text), dtype=np.int64))
+    return arrow.call("binary_join_element_wise", prefixes, text, no_separator)
 
 
 def _take(values: Sequence[str], index: np.ndarray) -> pa.Array:
     """``values[index]`` as an Arrow ``large_string`` array (cheap for a small vocabulary)."""
-    return arrow.text(list(values)).take(arrow.from_numpy(index.astype(np.int64)))
+    return arrow.take(arrow.text(list(values)), index)
 
 
 def _categorical(rng: np.random.Generator, probs: tuple[float, ...] | np.ndarray, n: int) -> np.ndarray:

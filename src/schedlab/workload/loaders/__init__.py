@@ -9,6 +9,7 @@ data row and the field of bad data.
 
 from __future__ import annotations
 
+import importlib
 import inspect
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -17,28 +18,25 @@ from types import MappingProxyType
 from typing import Any
 
 from schedlab.errors import ConfigError, InputError, did_you_mean
-from schedlab.workload.loaders.elasticflow import load_elasticflow
-from schedlab.workload.loaders.generic import load_csv
-from schedlab.workload.loaders.gfs import load_gfs
-from schedlab.workload.loaders.helios import load_helios
-from schedlab.workload.loaders.openb import load_openb
-from schedlab.workload.loaders.pai import load_pai
-from schedlab.workload.loaders.philly import load_philly
-from schedlab.workload.loaders.pollux import load_pollux_philly
-from schedlab.workload.loaders.pollux_workload import load_pollux_workload
-from schedlab.workload.loaders.sacct import load_sacct
-from schedlab.workload.loaders.tiresias import load_tiresias
 from schedlab.workload.schema import Workload
 
 
 @dataclass(frozen=True)
 class LoaderInfo:
-    """A registered trace format; ``folder``: it also reads a folder of files."""
+    """A registered trace format: its loader is ``function`` in ``module`` of this package
+    (imported when first used: most loaders import pandas); ``folder``: it also reads a folder of files."""
 
     name: str
     description: str
-    function: Callable[..., Workload]
+    module: str
+    function_name: str
     folder: bool = False
+
+    @property
+    def function(self) -> Callable[..., Workload]:
+        """The loader."""
+        loader: Callable[..., Workload] = getattr(importlib.import_module(f"{__name__}.{self.module}"), self.function_name)
+        return loader
 
     @property
     def options(self) -> tuple[str, ...]:
@@ -52,29 +50,31 @@ def _registry(*infos: LoaderInfo) -> MappingProxyType[str, LoaderInfo]:
 
 
 LOADERS: MappingProxyType[str, LoaderInfo] = _registry(
-    LoaderInfo("helios", "SenseTime Helios cluster_log.csv (SC '21)", load_helios),
+    LoaderInfo("helios", "SenseTime Helios cluster_log.csv (SC '21)", "helios", "load_helios"),
     LoaderInfo(
         "philly",
         "Microsoft Philly cluster_job_log JSON, or a Philly-derived CSV (Tiresias/Chronus, Pollux), detected",
-        load_philly,
+        "philly",
+        "load_philly",
     ),
-    LoaderInfo("tiresias", "Tiresias / Chronus job CSV (job_id, num_gpu, submit_time, duration)", load_tiresias),
-    LoaderInfo(
-        "pollux-philly", "Pollux's Philly excerpt philly.csv (timestamp, duration, num_gpus, cluster)", load_pollux_philly
-    ),
+    LoaderInfo("tiresias", "Tiresias / Chronus job CSV (job_id, num_gpu, submit_time, duration)", "tiresias",
+               "load_tiresias"),  # fmt: skip
+    LoaderInfo("pollux-philly", "Pollux's Philly excerpt philly.csv (timestamp, duration, num_gpus, cluster)", "pollux",
+               "load_pollux_philly"),  # fmt: skip
     LoaderInfo(
         "pollux-workload",
         "Pollux's simulator workload-N.csv (name, time, application, num_replicas, batch_size); durations from its traces",
-        load_pollux_workload,
+        "pollux_workload",
+        "load_pollux_workload",
     ),
-    LoaderInfo("gfs", "Alibaba GFS spot-GPU job_info_df.csv (ASPLOS '26)", load_gfs),
-    LoaderInfo("pai", "Alibaba PAI 2020 pai_job_table + pai_task_table (NSDI '22)", load_pai, folder=True),
-    LoaderInfo("openb", "Alibaba 2023 openb_pod_list_*.csv GPU-sharing pods (ATC '23)", load_openb),
-    LoaderInfo("elasticflow", "Microsoft ITP cluster*.csv from ElasticFlow (ASPLOS '23)", load_elasticflow),
-    LoaderInfo("sacct", "Slurm job history: sacct --json, or sacct -P text with a header, detected", load_sacct),
-    LoaderInfo(
-        "csv", "generic CSV with a column mapping to the canonical fields", load_csv
-    ),
+    LoaderInfo("gfs", "Alibaba GFS spot-GPU job_info_df.csv (ASPLOS '26)", "gfs", "load_gfs"),
+    LoaderInfo("pai", "Alibaba PAI 2020 pai_job_table + pai_task_table (NSDI '22)", "pai", "load_pai", folder=True),
+    LoaderInfo("openb", "Alibaba 2023 openb_pod_list_*.csv GPU-sharing pods (ATC '23)", "openb", "load_openb"),
+    LoaderInfo("elasticflow", "Microsoft ITP cluster*.csv from ElasticFlow (ASPLOS '23)", "elasticflow",
+               "load_elasticflow"),  # fmt: skip
+    LoaderInfo("sacct", "Slurm job history: sacct --json, or sacct -P text with a header, detected", "sacct",
+               "load_sacct"),  # fmt: skip
+    LoaderInfo("csv", "generic CSV with a column mapping to the canonical fields", "generic", "load_csv"),
 )
 
 

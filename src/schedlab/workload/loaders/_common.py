@@ -20,12 +20,11 @@ import pandas as pd
 import pyarrow as pa
 
 from schedlab.errors import ConfigError, InputError
+from schedlab.workload.loaders._units import seconds_per
 from schedlab.workload.schema import DATA_COLUMNS, DEFAULTS, FLOAT_COLUMNS, Workload, canonical_frame, shown
 
 # Columns holding absolute workload times; they move together when submit times are shifted to 0.
 _ABSOLUTE_TIME_COLUMNS = ("submit_s", "deadline_s")
-# Seconds per unit of a trace's numeric time fields (the ``time_unit`` option of every loader).
-TIME_UNITS = {"s": 1.0, "ms": 0.001, "min": 60.0, "h": 3600.0}
 _OPS = {
     "<=": np.less_equal,
     ">=": np.greater_equal,
@@ -35,13 +34,6 @@ _OPS = {
     ">": np.greater,
 }
 CPU_RULE = "cpu"  # the skip rule for rows asking for 0 GPUs, counted as ``cpu_job``
-
-
-def seconds_per(time_unit: str) -> float:
-    """Seconds in one ``time_unit`` ("s", "ms", "min", "h"); :class:`ConfigError` for another unit."""
-    if time_unit not in TIME_UNITS:
-        raise ConfigError(f"unknown time unit {time_unit!r}; use one of {list(TIME_UNITS)}")
-    return TIME_UNITS[time_unit]
 
 
 def dates_only(fmt: str, time_unit: str) -> None:

@@ -18,7 +18,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from schedlab.workload.loaders._common import apply_skips, finish, numbers, read_csv, seconds_per
+from schedlab.workload.loaders._common import apply_skips, finish, numbers, read_csv
+from schedlab.workload.loaders._units import seconds_per
 from schedlab.workload.schema import Workload
 
 _REQUIRED = ("job_id", "submission_time", "duration", "num_gpu")

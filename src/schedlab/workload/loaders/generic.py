@@ -24,9 +24,9 @@ from schedlab.workload.loaders._common import (
     lower_str,
     numbers,
     read_csv,
-    seconds_per,
     seconds_since,
 )
+from schedlab.workload.loaders._units import seconds_per
 from schedlab.workload.schema import DATA_COLUMNS, FLOAT_COLUMNS, Workload
 
 _NEEDED = ("submit_s", "num_gpus", "duration_s")

@@ -18,7 +18,8 @@ import numpy as np
 import pandas as pd
 
 from schedlab.errors import InputError
-from schedlab.workload.loaders._common import apply_skips, finish, lower_str, numbers, read_csv, seconds_per
+from schedlab.workload.loaders._common import apply_skips, finish, lower_str, numbers, read_csv
+from schedlab.workload.loaders._units import seconds_per
 from schedlab.workload.schema import Workload
 
 _REQUIRED = (

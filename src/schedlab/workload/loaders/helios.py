@@ -27,9 +27,9 @@ from schedlab.workload.loaders._common import (
     map_states,
     numbers,
     read_csv,
-    seconds_per,
     seconds_since,
 )
+from schedlab.workload.loaders._units import seconds_per
 from schedlab.workload.schema import Workload
 
 _STATES = {

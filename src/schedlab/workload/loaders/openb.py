@@ -31,8 +31,8 @@ from schedlab.workload.loaders._common import (
     numbers,
     per_value,
     read_csv,
-    seconds_per,
 )
+from schedlab.workload.loaders._units import seconds_per
 from schedlab.workload.schema import Workload
 
 _REQUIRED = ("name", "num_gpu", "gpu_milli", "creation_time", "deletion_time", "scheduled_time")

@@ -33,8 +33,8 @@ from schedlab.workload.loaders._common import (
     map_states,
     numbers,
     read_csv,
-    seconds_per,
 )
+from schedlab.workload.loaders._units import seconds_per
 from schedlab.workload.schema import Workload
 
 JOB_COLUMNS = ("job_name", "inst_id", "user", "status", "start_time", "end_time")

@@ -20,9 +20,9 @@ from schedlab.workload.loaders._common import (
     finish,
     numbers,
     read_csv,
-    seconds_per,
     seconds_since,
 )
+from schedlab.workload.loaders._units import seconds_per
 from schedlab.workload.schema import Workload
 
 REQUIRED = ("timestamp", "duration", "num_gpus")

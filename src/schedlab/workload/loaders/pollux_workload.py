@@ -41,7 +41,8 @@ import numpy as np
 import pandas as pd
 
 from schedlab.errors import InputError
-from schedlab.workload.loaders._common import finish, numbers, read_csv, seconds_per
+from schedlab.workload.loaders._common import finish, numbers, read_csv
+from schedlab.workload.loaders._units import seconds_per
 from schedlab.workload.schema import Workload
 
 REQUIRED = ("name", "time", "application", "num_replicas", "batch_size")

@@ -46,7 +46,8 @@ def read_plain(path: Path, *, required: Sequence[str], optional: Sequence[str] =
     names = [c.strip() for c in raw]
     if len(set(names)) != len(names) or any(col not in names for col in required):
         return None
-    wanted = [r for r, c in zip(raw, names) if c in set(required) | set(optional)]
+    known = set(required) | set(optional)
+    wanted = [r for r, c in zip(raw, names) if c in known]
     options = pacsv.ConvertOptions(include_columns=wanted, null_values=list(NA_VALUES), strings_can_be_null=True)
     try:
         table = pacsv.read_csv(path, convert_options=options)

@@ -76,6 +76,11 @@ def take(values: Any, indices: np.ndarray) -> Any:
     return call("take", values, from_numpy(indices.astype(np.int64)))
 
 
+def repeat(value: str, n: int) -> Any:
+    """``value`` ``n`` times, as an Arrow ``large_string`` array."""
+    return take(text([value]), np.zeros(n, dtype=np.int64))
+
+
 def as_text(values: Any) -> Any:
     """An Arrow array cast to ``large_string``."""
     return call("cast", values, options=_compute.CastOptions.safe(pa.large_string()))

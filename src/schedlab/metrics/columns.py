@@ -40,7 +40,7 @@ def labels(values: Any) -> tuple[np.ndarray, list[str]]:
     if not pa.types.is_large_string(text.type):
         text = arrow.as_text(text)
     if text.null_count:
-        text = arrow.call("coalesce", text, arrow.take(arrow.text([""]), np.zeros(len(text), dtype=np.int64)))
+        text = arrow.call("coalesce", text, arrow.repeat("", len(text)))
     encoded = arrow.call("dictionary_encode", text)
     names: list[str] = encoded.dictionary.to_pylist()
     order = sorted(range(len(names)), key=names.__getitem__)

@@ -367,13 +367,22 @@ def _to_str(values: pd.Series, default: object) -> pd.api.extensions.ExtensionAr
     return values.where(values.notna(), default).astype(str).array
 
 
-def _filled(col: str, n: int) -> object:
-    """A column of ``n`` default values (built in Arrow for text: no Python string per row)."""
+def default_column(col: str, n: int) -> Any:
+    """A column of ``n`` default values: NumPy for numbers, Arrow for text ("" where the schema has
+    no default; no Python string per row)."""
     if col in FLOAT_COLUMNS:
         return np.full(n, DEFAULTS[col], dtype=np.float64)
+    return arrow.repeat(str(DEFAULTS.get(col, "")), n)
+
+
+def _filled(col: str, n: int) -> object:
+    """:func:`default_column` for a DataFrame (text as pandas ``str``)."""
+    values = default_column(col, n)
+    if col in FLOAT_COLUMNS:
+        return values
     import pandas as pd
 
-    return pd.array(pa.repeat(pa.scalar(DEFAULTS[col], pa.large_string()), n), dtype="str")
+    return pd.array(values, dtype="str")
 
 
 def check_fits(workload: Workload, *, max_gpus: float, gpu_types: set[str]) -> None:

@@ -1006,7 +1006,7 @@ def _columns(p: Profile, jobs: dict[str, np.ndarray], class_names: Sequence[str]
     users = [f"{t}/u{u:02d}" for t in p.tenants for u in range(p.users_per_tenant)]
     nan = np.full(n, np.nan)
     columns: dict[str, object] = {
-        "job_id": _numbered(arrow.take(arrow.text([f"{p.name}-"]), np.zeros(n, dtype=np.int64)), np.arange(n)),
+        "job_id": _numbered(arrow.repeat(f"{p.name}-", n), np.arange(n)),
         "submit_s": jobs["submit_s"],
         "user": _take(users, jobs["user"]),
         "tenant": _take(p.tenants, jobs["tenant"]),
@@ -1051,8 +1051,7 @@ def _names(template: np.ndarray) -> pa.Array:
 def _numbered(prefixes: pa.Array, numbers: np.ndarray) -> pa.Array:
     """Element-wise ``prefix + str(number)`` as an Arrow ``large_string`` array."""
     text = arrow.as_text(arrow.from_numpy(numbers.astype(np.int64)))
-    no_separator = arrow.take(arrow.text([""]), np.zeros(len(text), dtype=np.int64))
-    return arrow.call("binary_join_element_wise", prefixes, text, no_separator)
+    return arrow.call("binary_join_element_wise", prefixes, text, arrow.repeat("", len(text)))
 
 
 def _take(values: Sequence[str], index: np.ndarray) -> pa.Array:

@@ -161,14 +161,14 @@ class Allocator:
         their server counts only: it is memoised per job on them, the allocation kept as
         positions in the order (with :attr:`memo`)."""
         groups = sorted(kinds, key=lambda kind: (-job.rate[kind[0]], kind[0], -kind[1], -kind[2]))
+        order = list(chain.from_iterable([kinds[kind] for kind in groups]))
         if not self.memo:
-            return self._search(job, state, kinds, groups, list(chain.from_iterable([kinds[k] for k in groups])))
+            return self._search(job, state, kinds, groups, order)
         memo = self._searches.get(id(job))  # the entry holds the job: its id is not reused
         if memo is None:
             memo = self._searches[id(job)] = (job, {})
         key = tuple([(kind, len(kinds[kind])) for kind in groups])
         known = memo[1].get(key)
-        order = list(chain.from_iterable([kinds[kind] for kind in groups]))
         if known is None:
             refused, best = self._search(job, state, kinds, groups, order)
             at = {h: i for i, h in enumerate(order)}

@@ -36,8 +36,8 @@ Cost: one LP of ``3 x jobs`` variables whenever the set of jobs changes (as Gave
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -49,6 +49,7 @@ from schedlab.policies.params import help_field
 from schedlab.sim.job import RUNNING, Job
 from schedlab.sim.policy import Context
 from schedlab.sim.throughputs import GAVEL_BUILTIN, ThroughputTable
+
 
 @dataclass(frozen=True)
 class GavelParams:

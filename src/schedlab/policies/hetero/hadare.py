@@ -31,8 +31,8 @@ The initial throughput estimate (Eq. 10) is not used: the measured table is the 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from schedlab.errors import ConfigError

@@ -25,7 +25,7 @@ import pyarrow.csv as pacsv
 
 from schedlab import arrow
 from schedlab.errors import InputError
-from schedlab.workload.schema import COLUMNS, DEFAULTS, FLOAT_COLUMNS, STR_COLUMNS, Workload, canonical_columns
+from schedlab.workload.schema import COLUMNS, FLOAT_COLUMNS, STR_COLUMNS, Workload, canonical_columns, default_column
 
 # pandas' default missing-value strings (pandas._libs.parsers.STR_NA_VALUES; a test compares them).
 NA_VALUES = ("", "#N/A", "#N/A N/A", "#NA", "-1.#IND", "-1.#QNAN", "-NaN", "-nan", "1.#IND", "1.#QNAN", "<NA>", "N/A",
@@ -118,11 +118,12 @@ def finish_plain(
     table: dict[str, Any] = {"source_row": rows.astype(np.int64)}
     for col in COLUMNS[:-1]:
         value = columns.get(col)
-        if col in FLOAT_COLUMNS:
-            table[col] = np.full(n, DEFAULTS.get(col, np.nan)) if value is None else value - shift if col in _TIMES else value
+        if value is None:
+            table[col] = default_column(col, n)
+        elif col in FLOAT_COLUMNS:
+            table[col] = value - shift if col in _TIMES else value
         else:
-            default = arrow.take(arrow.text([str(DEFAULTS.get(col, ""))]), np.zeros(n, dtype=np.int64))
-            table[col] = default if value is None else arrow.call("coalesce", value, default)
+            table[col] = arrow.call("coalesce", value, default_column(col, n))
     order = np.argsort(table["submit_s"], kind="stable")
     if not np.array_equal(order, np.arange(n)):
         table = {col: arrow.take(v, order) if col in STR_COLUMNS else v[order] for col, v in table.items()}
